@@ -1,0 +1,16 @@
+//! The pure logic of pg_labels, with no PostgreSQL in sight: the scope and label grammar,
+//! the containment rule, and the set algebra on labels. The extension crate maps it to SQL.
+//!
+//! Internal forms (what the datums hold after their version byte):
+//! - a scope is its path, segments joined by [`scope::SEP`] (the installation is empty);
+//! - a label is an entry `[kind][value]` (see [`label`]);
+//! - a labelset is its entries in ascending order, each followed by a 0 byte (see [`labelset`]).
+
+pub mod error;
+pub mod label;
+pub mod labelset;
+pub mod scope;
+
+pub use error::{ParseError, Problem};
+pub use label::Label;
+pub use labelset::LabelSet;

@@ -1,0 +1,290 @@
+//! Scopes: positions in the containment tree (installation, company, area, sub-area).
+//!
+//! A scope is held as its *path*: the segments joined by [`SEP`] (byte 0x01), the installation
+//! being the empty path. Because 0x01 sorts below every segment character, plain byte order on
+//! paths is segment-by-segment order in which a path sorts right before its descendants, so every
+//! subtree is one contiguous range and containment is a prefix test.
+
+use crate::error::{describe_char, ParseError, Problem};
+use std::cmp::Ordering;
+
+/// Separator between segments in the internal path form.
+pub const SEP: u8 = 0x01;
+/// Most segments in a path.
+pub const MAX_SEGMENTS: usize = 16;
+/// Most characters in one segment.
+pub const MAX_SEGMENT_LEN: usize = 63;
+
+/// Which characters a segment may hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Alphabet {
+    /// `[a-z0-9_-]`, starting with a letter or digit: scopes, tags, origin sources.
+    Scope,
+    /// `[A-Za-z0-9._-]`, starting with a letter or digit: the sub-path of an origin
+    /// (`origin:slack/T01/C02`), where outside systems' ids keep their case.
+    Origin,
+}
+
+impl Alphabet {
+    #[inline]
+    fn allows(self, b: u8) -> bool {
+        match self {
+            Alphabet::Scope => matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'),
+            Alphabet::Origin => {
+                matches!(b, b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-' | b'.')
+            }
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Alphabet::Scope => "lower-case a-z, 0-9, \"_\" and \"-\"",
+            Alphabet::Origin => "a-z, A-Z, 0-9, \".\", \"_\" and \"-\"",
+        }
+    }
+}
+
+/// Parse `text[start..end]` as `/`-separated segments, appending them to `out` joined by
+/// [`SEP`]. `alphabet(i)` gives the alphabet of segment `i`. Errors carry positions in `text`.
+/// Returns the number of segments.
+pub(crate) fn parse_path(
+    text: &[u8],
+    start: usize,
+    end: usize,
+    alphabet: impl Fn(usize) -> Alphabet,
+    out: &mut Vec<u8>,
+) -> Result<usize, ParseError> {
+    if start == end {
+        return Err(ParseError::at(Problem::EmptySegment, text, start));
+    }
+    if text[start] == b'/' {
+        return Err(ParseError::at(Problem::LeadingSlash, text, start));
+    }
+    let mut count = 0;
+    let mut seg_start = start;
+    let mut i = start;
+    loop {
+        if i == end || text[i] == b'/' {
+            if seg_start == i {
+                return Err(if i == end {
+                    ParseError::at(Problem::TrailingSlash, text, i - 1)
+                } else {
+                    ParseError::at(Problem::EmptySegment, text, i)
+                });
+            }
+            count += 1;
+            if count > MAX_SEGMENTS {
+                return Err(ParseError::at(Problem::TooManySegments, text, seg_start));
+            }
+            let len = i - seg_start;
+            if len > MAX_SEGMENT_LEN {
+                return Err(ParseError::at(
+                    Problem::SegmentTooLong { len },
+                    text,
+                    seg_start,
+                ));
+            }
+            let first = text[seg_start];
+            if !first.is_ascii_alphanumeric() {
+                return Err(ParseError::at(
+                    Problem::BadStart { ch: first as char },
+                    text,
+                    seg_start,
+                ));
+            }
+            if count > 1 {
+                out.push(SEP);
+            }
+            out.extend_from_slice(&text[seg_start..i]);
+            if i == end {
+                return Ok(count);
+            }
+            seg_start = i + 1;
+        } else {
+            let alpha = alphabet(count);
+            if !alpha.allows(text[i]) {
+                return Err(ParseError::at(
+                    Problem::BadChar {
+                        ch: describe_char(text, i),
+                        allowed: alpha.describe(),
+                    },
+                    text,
+                    i,
+                ));
+            }
+        }
+        i += 1;
+    }
+}
+
+/// Parse the text form of a scope (`*`, `acme`, `acme/platform`, ...) into its path.
+pub fn parse(text: &[u8]) -> Result<Vec<u8>, ParseError> {
+    if text == b"*" {
+        return Ok(Vec::new());
+    }
+    if text.is_empty() {
+        return Err(ParseError::at(Problem::EmptyScope, text, 0));
+    }
+    let mut out = Vec::with_capacity(text.len());
+    parse_path(text, 0, text.len(), |_| Alphabet::Scope, &mut out)?;
+    Ok(out)
+}
+
+/// `a @> b`: `a` is `b` or an ancestor of `b`.
+#[inline]
+pub fn reaches(a: &[u8], b: &[u8]) -> bool {
+    a.is_empty() || (b.starts_with(a) && (b.len() == a.len() || b[a.len()] == SEP))
+}
+
+/// The total order: byte order on paths (segment by segment, parents first).
+#[inline]
+pub fn cmp(a: &[u8], b: &[u8]) -> Ordering {
+    a.cmp(b)
+}
+
+/// Number of segments; 0 for the installation.
+pub fn depth(p: &[u8]) -> usize {
+    if p.is_empty() {
+        0
+    } else {
+        p.iter().filter(|&&b| b == SEP).count() + 1
+    }
+}
+
+/// The parent path, or `None` for the installation.
+pub fn parent(p: &[u8]) -> Option<&[u8]> {
+    if p.is_empty() {
+        return None;
+    }
+    Some(match p.iter().rposition(|&b| b == SEP) {
+        Some(i) => &p[..i],
+        None => &[],
+    })
+}
+
+/// The deepest common ancestor of two paths.
+pub fn lca<'a>(a: &'a [u8], b: &[u8]) -> &'a [u8] {
+    let n = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let boundary = |p: &[u8]| n == p.len() || p[n] == SEP;
+    if boundary(a) && boundary(b) {
+        return &a[..n];
+    }
+    match a[..n].iter().rposition(|&c| c == SEP) {
+        Some(i) => &a[..i],
+        None => &[],
+    }
+}
+
+/// Append the text form of a path (`*` for the installation).
+pub fn write_text(p: &[u8], out: &mut Vec<u8>) {
+    if p.is_empty() {
+        out.push(b'*');
+    } else {
+        out.extend(p.iter().map(|&b| if b == SEP { b'/' } else { b }));
+    }
+}
+
+/// The text form of a path.
+pub fn to_text(p: &[u8]) -> String {
+    let mut out = Vec::with_capacity(p.len().max(1));
+    write_text(p, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The label naming the data of a scope: `installation`, `company:acme`, `area:acme/platform`.
+pub fn label_entry(p: &[u8]) -> Vec<u8> {
+    let kind = match depth(p) {
+        0 => crate::label::INSTALLATION,
+        1 => crate::label::COMPANY,
+        _ => crate::label::AREA,
+    };
+    let mut e = Vec::with_capacity(p.len() + 1);
+    e.push(kind);
+    e.extend_from_slice(p);
+    e
+}
+
+/// An exclusive upper bound of the subtree of `p` (`None` for the installation, whose subtree
+/// is everything): every valid path `q` with `p <= q < upper` is in the subtree of `p`, and no
+/// other. It is `p` followed by `-`, the least segment character, which sorts after [`SEP`].
+pub fn subtree_upper(p: &[u8]) -> Option<Vec<u8>> {
+    if p.is_empty() {
+        return None;
+    }
+    let mut u = Vec::with_capacity(p.len() + 1);
+    u.extend_from_slice(p);
+    u.push(b'-');
+    Some(u)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Vec<u8> {
+        parse(s.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn seed_table() {
+        // The seed's four rows: a run scope reaching the scope of area:acme/platform.
+        let data = p("acme/platform");
+        assert!(reaches(&p("acme/platform"), &data));
+        assert!(reaches(&p("acme"), &data));
+        assert!(!reaches(&p("acme/finance"), &data));
+        assert!(!reaches(&p("globex/platform"), &data));
+        assert!(reaches(&p("*"), &data));
+        assert!(!reaches(&p("acme/platform"), &p("acme")));
+        assert!(!reaches(&p("acme/plat"), &p("acme/platform")));
+    }
+
+    #[test]
+    fn functions() {
+        assert_eq!(depth(&p("*")), 0);
+        assert_eq!(depth(&p("acme/platform/infra")), 3);
+        assert_eq!(parent(&p("acme/platform")), Some(&p("acme")[..]));
+        assert_eq!(parent(&p("acme")), Some(&b""[..]));
+        assert_eq!(parent(&p("*")), None);
+        assert_eq!(lca(&p("acme/x"), &p("acme/y")), &p("acme")[..]);
+        assert_eq!(lca(&p("acme/x"), &p("acme/xy")), &p("acme")[..]);
+        assert_eq!(lca(&p("acme"), &p("acme2")), &b""[..]);
+        assert_eq!(lca(&p("acme"), &p("acme/x/y")), &p("acme")[..]);
+        assert_eq!(lca(&p("acme/x/y"), &p("acme")), &p("acme")[..]);
+        assert_eq!(to_text(&p("acme/platform")), "acme/platform");
+        assert_eq!(to_text(&p("*")), "*");
+    }
+
+    #[test]
+    fn order_keeps_subtrees_contiguous() {
+        let mut v: Vec<Vec<u8>> = ["acme-x", "acme/platform", "acme", "acme/a-b", "acme0", "*"]
+            .iter()
+            .map(|s| p(s))
+            .collect();
+        v.sort();
+        let t: Vec<String> = v.iter().map(|x| to_text(x)).collect();
+        assert_eq!(t, ["*", "acme", "acme/a-b", "acme/platform", "acme-x", "acme0"]);
+    }
+
+    #[test]
+    fn errors() {
+        let e = |s: &str| parse(s.as_bytes()).unwrap_err();
+        assert_eq!(e("").problem, Problem::EmptyScope);
+        assert_eq!(e("/acme").problem, Problem::LeadingSlash);
+        assert_eq!(e("acme/").problem, Problem::TrailingSlash);
+        assert_eq!(e("acme/").position, 5);
+        assert_eq!(e("acme//x").problem, Problem::EmptySegment);
+        assert_eq!(e("acme//x").position, 6);
+        assert!(matches!(e("Acme").problem, Problem::BadChar { .. }));
+        assert!(matches!(e("acme x").problem, Problem::BadChar { .. }));
+        assert_eq!(e("acme x").position, 5);
+        assert!(matches!(e("_x").problem, Problem::BadStart { .. }));
+        assert!(matches!(e(&"a".repeat(64)).problem, Problem::SegmentTooLong { len: 64 }));
+        assert!(parse("a".repeat(63).as_bytes()).is_ok());
+        let deep = vec!["a"; 17].join("/");
+        assert_eq!(e(&deep).problem, Problem::TooManySegments);
+        assert_eq!(e(&deep).position, 33);
+        assert!(parse(vec!["a"; 16].join("/").as_bytes()).is_ok());
+        assert_eq!(e("é").position, 1);
+        assert_eq!(e("aé/").position, 2);
+    }
+}
