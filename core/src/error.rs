@@ -75,11 +75,7 @@ impl ParseError {
 /// it, plus one. Works on any bytes (invalid UTF-8 counts byte by byte).
 pub fn char_position(text: &[u8], byte_offset: usize) -> usize {
     let end = byte_offset.min(text.len());
-    text[..end]
-        .iter()
-        .filter(|&&b| (b & 0xC0) != 0x80)
-        .count()
-        + 1
+    text[..end].iter().filter(|&&b| (b & 0xC0) != 0x80).count() + 1
 }
 
 impl fmt::Display for ParseError {

@@ -98,11 +98,7 @@ pub(crate) fn parse_into(
     }
     let Some(colon) = s.iter().position(|&b| b == b':') else {
         if s.starts_with(b"installation") {
-            return Err(ParseError::at(
-                Problem::InstallationValue,
-                text,
-                start + 12,
-            ));
+            return Err(ParseError::at(Problem::InstallationValue, text, start + 12));
         }
         return Err(unknown_namespace(text, start, s));
     };
@@ -129,7 +125,13 @@ pub(crate) fn parse_into(
         }
         b"origin" => {
             out.push(ORIGIN);
-            let alphabet = |i| if i == 0 { Alphabet::Scope } else { Alphabet::Origin };
+            let alphabet = |i| {
+                if i == 0 {
+                    Alphabet::Scope
+                } else {
+                    Alphabet::Origin
+                }
+            };
             parse_path(text, vs, ve, alphabet, out)?;
             let source_len = out[mark + 1..]
                 .iter()
@@ -154,11 +156,7 @@ pub(crate) fn parse_into(
             }
         }
         b"installation" => {
-            return Err(ParseError::at(
-                Problem::InstallationValue,
-                text,
-                start + 12,
-            ))
+            return Err(ParseError::at(Problem::InstallationValue, text, start + 12))
         }
         _ => return Err(unknown_namespace(text, start, s)),
     }
@@ -214,8 +212,14 @@ mod tests {
             assert_eq!(round(s), s);
         }
         let err = |s: &str| parse(s.as_bytes()).unwrap_err().problem;
-        assert!(matches!(err("company:acme/x"), Problem::CompanySegments { found: 2 }));
-        assert!(matches!(err("area:acme"), Problem::AreaSegments { found: 1 }));
+        assert!(matches!(
+            err("company:acme/x"),
+            Problem::CompanySegments { found: 2 }
+        ));
+        assert!(matches!(
+            err("area:acme"),
+            Problem::AreaSegments { found: 1 }
+        ));
         assert!(matches!(err("origin:email"), Problem::UnknownOrigin { .. }));
         assert!(matches!(err("origin:Slack"), Problem::BadChar { .. }));
         assert!(matches!(err("secret:x"), Problem::UnknownNamespace { .. }));

@@ -309,7 +309,9 @@ pub fn parse(text: &[u8]) -> Result<Vec<u8>, ParseError> {
                 }
                 _ => {
                     let s = i;
-                    while i < n && !matches!(text[i], b',' | b'}' | b'{' | b'"') && !is_space(text[i])
+                    while i < n
+                        && !matches!(text[i], b',' | b'}' | b'{' | b'"')
+                        && !is_space(text[i])
                     {
                         i += 1;
                     }
@@ -358,7 +360,9 @@ mod tests {
         assert_eq!(text(&ls("{}")), "{}");
         assert_eq!(text(&ls(" { } ")), "{}");
         assert_eq!(
-            text(&ls("{ tag:pii , origin:slack,area:acme/platform, tag:pii }")),
+            text(&ls(
+                "{ tag:pii , origin:slack,area:acme/platform, tag:pii }"
+            )),
             "{area:acme/platform,origin:slack,tag:pii}"
         );
         assert_eq!(text(&ls("{\"origin:slack\"}")), "{origin:slack}");
@@ -379,23 +383,34 @@ mod tests {
         assert_eq!(e("{{tag:a}}").problem, Problem::UnexpectedBrace { ch: '{' });
         assert_eq!(e("{tag:a tag:b}").problem, Problem::MissingComma);
         assert_eq!(e("{\"tag:a}").problem, Problem::BadQuote);
-        assert!(matches!(e("{secret:x}").problem, Problem::UnknownNamespace { .. }));
+        assert!(matches!(
+            e("{secret:x}").problem,
+            Problem::UnknownNamespace { .. }
+        ));
         assert_eq!(e("{tag:a, area:acme}").position, 14);
-        assert!(matches!(e("{origin: slack}").problem, Problem::EmptySegment));
+        assert!(matches!(
+            e("{origin: slack}").problem,
+            Problem::EmptySegment
+        ));
     }
 
     #[test]
     fn algebra() {
         let a = ls("{area:acme/platform,origin:slack}");
         let b = ls("{origin:slack}");
-        let (sa, sb) = (LabelSet::from_body(&a).unwrap(), LabelSet::from_body(&b).unwrap());
+        let (sa, sb) = (
+            LabelSet::from_body(&a).unwrap(),
+            LabelSet::from_body(&b).unwrap(),
+        );
         assert!(sa.is_superset(sb));
         assert!(!sb.is_superset(sa));
         assert!(sa.overlaps(sb));
         assert!(sa.contains(&label::parse(b"origin:slack").unwrap()));
         assert!(!sa.contains(&label::parse(b"origin:tool").unwrap()));
-        assert_eq!(text(&sa.union(LabelSet::from_body(&ls("{tag:x,origin:slack}")).unwrap())),
-            "{area:acme/platform,origin:slack,tag:x}");
+        assert_eq!(
+            text(&sa.union(LabelSet::from_body(&ls("{tag:x,origin:slack}")).unwrap())),
+            "{area:acme/platform,origin:slack,tag:x}"
+        );
         assert_eq!(text(&sa.origins()), "{origin:slack}");
         assert!(!sa.is_trusted());
         assert!(sb.carried_by(&scope::parse(b"globex").unwrap()));

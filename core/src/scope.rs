@@ -262,7 +262,10 @@ mod tests {
             .collect();
         v.sort();
         let t: Vec<String> = v.iter().map(|x| to_text(x)).collect();
-        assert_eq!(t, ["*", "acme", "acme/a-b", "acme/platform", "acme-x", "acme0"]);
+        assert_eq!(
+            t,
+            ["*", "acme", "acme/a-b", "acme/platform", "acme-x", "acme0"]
+        );
     }
 
     #[test]
@@ -278,7 +281,10 @@ mod tests {
         assert!(matches!(e("acme x").problem, Problem::BadChar { .. }));
         assert_eq!(e("acme x").position, 5);
         assert!(matches!(e("_x").problem, Problem::BadStart { .. }));
-        assert!(matches!(e(&"a".repeat(64)).problem, Problem::SegmentTooLong { len: 64 }));
+        assert!(matches!(
+            e(&"a".repeat(64)).problem,
+            Problem::SegmentTooLong { len: 64 }
+        ));
         assert!(parse("a".repeat(63).as_bytes()).is_ok());
         let deep = vec!["a"; 17].join("/");
         assert_eq!(e(&deep).problem, Problem::TooManySegments);

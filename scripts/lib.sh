@@ -1,0 +1,79 @@
+# Shared by demo.sh, test.sh and bench.sh: machine set-up, build, and a throwaway cluster.
+# Sourced, not run. Everything here is idempotent: a second run reuses what is installed.
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PGBIN=/usr/lib/postgresql/15/bin
+PG_CONFIG=$PGBIN/pg_config
+PGRX_VERSION=0.18.1
+PACKAGES=(postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo pkg-config)
+
+log() { printf '\n==> %s\n' "$*" >&2; }
+
+# Debian packages: the server, its headers, and what bindgen needs.
+ensure_packages() {
+    local missing=()
+    for p in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        log "installing Debian packages: ${missing[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+}
+
+# cargo-pgrx, pinned, and its one-time init against the Debian server.
+ensure_pgrx() {
+    if ! cargo pgrx --version 2>/dev/null | grep -q "$PGRX_VERSION"; then
+        log "installing cargo-pgrx $PGRX_VERSION (a few minutes, once)"
+        cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
+    fi
+    if ! grep -qs "^pg15 *= *\"$PG_CONFIG\"" "${PGRX_HOME:-$HOME/.pgrx}/config.toml"; then
+        cargo pgrx init --pg15 "$PG_CONFIG" >/dev/null
+    fi
+}
+
+setup() {
+    ensure_packages
+    ensure_pgrx
+}
+
+# Build and install the extension into the Debian server. $1: cargo profile (release, ci).
+install_extension() {
+    local profile=${1:-release}
+    log "building and installing pg_labels (profile $profile)"
+    (cd "$ROOT" && cargo pgrx install --pg-config "$PG_CONFIG" --profile "$profile" 2>&1 |
+        grep -vE '^\s+(Compiling|Checking|Fresh)\b' || true)
+    test -f "$($PG_CONFIG --pkglibdir)/pg_labels.so"
+}
+
+# A throwaway cluster owned by postgres, reachable only through a socket in its own directory,
+# stopped and removed when the calling script exits. Exports PGHOST, PGPORT, PGUSER.
+start_cluster() {
+    CLUSTER_DIR=$(mktemp -d /tmp/pg_labels_cluster.XXXXXX)
+    chown postgres: "$CLUSTER_DIR"
+    chmod 755 "$CLUSTER_DIR"
+    log "starting a throwaway PostgreSQL 15 cluster in $CLUSTER_DIR"
+    runuser -u postgres -- "$PGBIN/initdb" -D "$CLUSTER_DIR/data" -U postgres -A trust \
+        --no-sync --encoding UTF8 --locale C.UTF-8 >"$CLUSTER_DIR/initdb.log"
+    runuser -u postgres -- "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" -w \
+        -o "-c listen_addresses='' -k $CLUSTER_DIR -p 5432 -c fsync=off -c max_connections=100 ${PG_EXTRA_OPTS:-}" \
+        start >/dev/null
+    export PGHOST=$CLUSTER_DIR PGPORT=5432 PGUSER=postgres PGDATABASE=postgres
+    trap stop_cluster EXIT
+}
+
+stop_cluster() {
+    if [ -n "${CLUSTER_DIR:-}" ] && [ -d "$CLUSTER_DIR/data" ]; then
+        runuser -u postgres -- "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -m immediate stop >/dev/null 2>&1 || true
+        if [ -n "${KEEP_CLUSTER:-}" ]; then
+            echo "cluster kept in $CLUSTER_DIR (server log: $CLUSTER_DIR/server.log)" >&2
+        else
+            rm -rf "$CLUSTER_DIR"
+        fi
+    fi
+}
+
+psql_q() { "$PGBIN/psql" -X -v ON_ERROR_STOP=1 -q "$@"; }

@@ -1,0 +1,187 @@
+//! The one error type of the extension and the one place it becomes a PostgreSQL `ERROR`.
+//!
+//! Every SQL-callable function returns `Result<Datum, Error>` (see [`crate::fmgr`]). An `Err`
+//! is raised by [`raise`] *after* the guarded Rust body has returned and dropped everything it
+//! owned, so the `ereport` longjmp crosses only plain frames. Going through `errstart` /
+//! `errfinish` ourselves (rather than pgrx's `ErrorReport`, whose SQLSTATE enum is closed and
+//! which has no constraint-name field) lets a refusal carry any SQLSTATE, a DETAIL, a HINT and
+//! the rule name in the error's constraint-name field.
+//!
+//! Errors raised by PostgreSQL itself inside a body (out of memory, an SPI failure) pass through
+//! pgrx's guard unchanged in SQLSTATE, message, detail and hint.
+
+use pg_labels_core::ParseError;
+use std::ffi::{c_char, c_int};
+
+/// A SQLSTATE as its five characters.
+pub type SqlState = [u8; 5];
+
+pub const INVALID_TEXT_REPRESENTATION: SqlState = *b"22P02";
+pub const INVALID_BINARY_REPRESENTATION: SqlState = *b"22P03";
+pub const INVALID_PARAMETER_VALUE: SqlState = *b"22023";
+pub const NULL_VALUE_NOT_ALLOWED: SqlState = *b"22004";
+pub const PROGRAM_LIMIT_EXCEEDED: SqlState = *b"54000";
+pub const DATA_CORRUPTED: SqlState = *b"XX001";
+
+/// An error on its way to the client. Boxed, so that a function's `Result<Datum>` is two
+/// words and the success path of an operator moves nothing else around.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error(Box<ErrorData>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorData {
+    pub sqlstate: SqlState,
+    pub message: String,
+    pub detail: Option<String>,
+    pub hint: Option<String>,
+    /// Goes to the error's constraint-name field (`PG_DIAG_CONSTRAINT_NAME`).
+    pub constraint: Option<String>,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Longest part of a bad literal quoted back in a message.
+const QUOTE_LIMIT: usize = 200;
+
+impl Error {
+    pub fn new(sqlstate: SqlState, message: impl Into<String>) -> Self {
+        Error(Box::new(ErrorData {
+            sqlstate,
+            message: message.into(),
+            detail: None,
+            hint: None,
+            constraint: None,
+        }))
+    }
+
+    pub fn sqlstate(mut self, sqlstate: SqlState) -> Self {
+        self.0.sqlstate = sqlstate;
+        self
+    }
+
+    pub fn message(mut self, message: impl Into<String>) -> Self {
+        self.0.message = message.into();
+        self
+    }
+
+    pub fn detail(mut self, detail: impl Into<String>) -> Self {
+        self.0.detail = Some(detail.into());
+        self
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.0.hint = Some(hint.into());
+        self
+    }
+
+    pub fn constraint(mut self, name: impl Into<String>) -> Self {
+        self.0.constraint = Some(name.into());
+        self
+    }
+
+    pub fn data(&self) -> &ErrorData {
+        &self.0
+    }
+
+    /// `invalid input syntax for type T: "..."` (22P02) with the parser's finding as DETAIL.
+    pub fn invalid_text(type_name: &str, input: &[u8], e: &ParseError) -> Self {
+        Error::new(
+            INVALID_TEXT_REPRESENTATION,
+            format!(
+                "invalid input syntax for type {type_name}: \"{}\"",
+                quote(input)
+            ),
+        )
+        .detail(e.to_string())
+    }
+
+    /// A datum that does not start with a known version byte, or is otherwise damaged.
+    pub fn corrupt(type_name: &str) -> Self {
+        Error::new(
+            DATA_CORRUPTED,
+            format!("{type_name} datum is damaged or of an unknown format version"),
+        )
+        .hint("The value was not written by this version of pg_labels; update the extension or restore the data.")
+    }
+}
+
+/// Quote (part of) an input for a message.
+fn quote(input: &[u8]) -> String {
+    let s = String::from_utf8_lossy(input);
+    if s.chars().count() <= QUOTE_LIMIT {
+        s.into_owned()
+    } else {
+        let mut t: String = s.chars().take(QUOTE_LIMIT).collect();
+        t.push_str("...");
+        t
+    }
+}
+
+fn make_sqlstate(s: SqlState) -> c_int {
+    // MAKE_SQLSTATE: six bits per character, first character lowest.
+    s.iter()
+        .enumerate()
+        .map(|(i, &c)| (((c as c_int) - ('0' as c_int)) & 0x3F) << (6 * i))
+        .sum()
+}
+
+// Declared here, not taken from pg_sys: these must not be wrapped in pgrx's FFI guard, which
+// would catch the longjmp and re-raise it through pgrx's closed SQLSTATE enum.
+unsafe extern "C-unwind" {
+    fn errstart(elevel: c_int, domain: *const c_char) -> bool;
+    fn errfinish(filename: *const c_char, lineno: c_int, funcname: *const c_char);
+    fn errcode(sqlerrcode: c_int) -> c_int;
+    fn errmsg(fmt: *const c_char, ...) -> c_int;
+    fn errdetail(fmt: *const c_char, ...) -> c_int;
+    fn errhint(fmt: *const c_char, ...) -> c_int;
+    fn err_generic_string(field: c_int, str_: *const c_char) -> c_int;
+}
+
+/// Copy a string into palloc'd, NUL-terminated memory (interior NULs become `?`).
+unsafe fn pstr(s: &str) -> *mut c_char {
+    unsafe {
+        let p = pgrx::pg_sys::palloc(s.len() + 1) as *mut u8;
+        for (i, b) in s.bytes().enumerate() {
+            *p.add(i) = if b == 0 { b'?' } else { b };
+        }
+        *p.add(s.len()) = 0;
+        p as *mut c_char
+    }
+}
+
+/// Raise `e` as a PostgreSQL `ERROR`. Never returns.
+///
+/// # Safety
+/// Call only from the outermost frame of an `extern "C-unwind"` function, outside any pgrx
+/// guard, with no live value that needs dropping: `errfinish` longjmps straight out.
+pub unsafe fn raise(e: Error) -> ! {
+    unsafe {
+        let e = e.0;
+        let code = make_sqlstate(e.sqlstate);
+        let message = pstr(&e.message);
+        let detail = e.detail.as_deref().map(|d| pstr(d));
+        let hint = e.hint.as_deref().map(|h| pstr(h));
+        let constraint = e.constraint.as_deref().map(|c| pstr(c));
+        drop(e);
+        const ERROR: c_int = pgrx::pg_sys::PGERROR as c_int;
+        const PERCENT_S: &std::ffi::CStr = c"%s";
+        if errstart(ERROR, std::ptr::null()) {
+            errcode(code);
+            errmsg(PERCENT_S.as_ptr(), message);
+            if let Some(d) = detail {
+                errdetail(PERCENT_S.as_ptr(), d);
+            }
+            if let Some(h) = hint {
+                errhint(PERCENT_S.as_ptr(), h);
+            }
+            if let Some(c) = constraint {
+                err_generic_string(pgrx::pg_sys::PG_DIAG_CONSTRAINT_NAME as c_int, c);
+            }
+            // No source location: there is no C file and line to point at, and a Rust one is
+            // no use to a user (VERBOSE output simply has no LOCATION line).
+            errfinish(std::ptr::null(), 0, std::ptr::null());
+        }
+        // errstart(ERROR) always returns true and errfinish(ERROR) never returns.
+        std::process::abort()
+    }
+}

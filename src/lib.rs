@@ -1,0 +1,34 @@
+//! pg_labels: data barriers for AI-agent platforms, enforced inside PostgreSQL.
+//!
+//! This crate is the thin SQL layer over `pg_labels_core`: the calling convention
+//! ([`fmgr`]), the error mapping ([`error`]), one module per SQL type or concern, and the
+//! hand-written SQL script in `sql/`.
+
+pub mod error;
+pub mod fmgr;
+pub mod labelset;
+pub mod labelset_gin;
+pub mod scope;
+pub mod scope_support;
+
+::pgrx::pg_module_magic!(name, version);
+
+// The whole SQL surface is written by hand, grouped by kind, in these files.
+::pgrx::extension_sql_file!("../sql/types.sql", name = "types", bootstrap);
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    include!("tests.rs");
+}
+
+/// Required by `cargo pgrx test`.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec![]
+    }
+}

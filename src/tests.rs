@@ -1,0 +1,41 @@
+// `#[pg_test]`s: what needs a backend but is not a SQL scenario (those are in
+// `tests/pg_regress`). Included into `mod tests` by lib.rs.
+
+use pgrx::prelude::*;
+
+/// A short-header datum from a heap page is read in place: `packed` hands back the same
+/// pointer, no copy is made.
+#[pg_test]
+fn short_varlena_is_read_in_place() {
+    unsafe {
+        // 'acme' as a 1-byte-header varlena: header, version byte, path
+        let mut buf: [u8; 6] = [0, crate::fmgr::FORMAT_VERSION, b'a', b'c', b'm', b'e'];
+        pgrx::varlena::set_varsize_1b(buf.as_mut_ptr() as *mut pg_sys::varlena, 6);
+        let p = buf.as_mut_ptr() as *mut pg_sys::varlena;
+        assert_eq!(crate::fmgr::packed(p), p);
+        let bytes = crate::fmgr::varlena_bytes(p);
+        assert_eq!(bytes, &[crate::fmgr::FORMAT_VERSION, b'a', b'c', b'm', b'e']);
+    }
+}
+
+/// An error raised through `error::raise` reaches PL/pgSQL with its SQLSTATE (not XX000).
+#[pg_test(error = "caught 22P02")]
+fn raised_errors_keep_their_sqlstate() {
+    Spi::run(
+        "DO $$ BEGIN PERFORM 'Acme'::scope; EXCEPTION WHEN OTHERS THEN
+           RAISE EXCEPTION 'caught %', SQLSTATE; END $$",
+    )
+    .unwrap();
+}
+
+/// The aggregate's transition function hands back its state when nothing new arrives.
+#[pg_test]
+fn union_aggregate_over_many_rows() {
+    Spi::run(
+        "CREATE TEMP TABLE pu AS SELECT labelset(ARRAY['tag:t' || (i % 50)]) l
+         FROM generate_series(1, 20000) i",
+    )
+    .unwrap();
+    let serial = Spi::get_one::<String>("SELECT labelset_union(l)::text FROM pu").unwrap();
+    assert_eq!(serial.map(|s| s.matches(',').count()), Some(49));
+}
