@@ -36,6 +36,8 @@ pub struct ErrorData {
     pub hint: Option<String>,
     /// Goes to the error's constraint-name field (`PG_DIAG_CONSTRAINT_NAME`).
     pub constraint: Option<String>,
+    /// Schema and table, for the error's schema- and table-name fields.
+    pub table: Option<(String, String)>,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -51,6 +53,7 @@ impl Error {
             detail: None,
             hint: None,
             constraint: None,
+            table: None,
         }))
     }
 
@@ -76,6 +79,11 @@ impl Error {
 
     pub fn constraint(mut self, name: impl Into<String>) -> Self {
         self.0.constraint = Some(name.into());
+        self
+    }
+
+    pub fn table(mut self, schema: &str, table: &str) -> Self {
+        self.0.table = Some((schema.to_string(), table.to_string()));
         self
     }
 
@@ -162,6 +170,7 @@ pub unsafe fn raise(e: Error) -> ! {
         let detail = e.detail.as_deref().map(|d| pstr(d));
         let hint = e.hint.as_deref().map(|h| pstr(h));
         let constraint = e.constraint.as_deref().map(|c| pstr(c));
+        let table = e.table.as_ref().map(|(s, t)| (pstr(s), pstr(t)));
         drop(e);
         const ERROR: c_int = pgrx::pg_sys::PGERROR as c_int;
         const PERCENT_S: &std::ffi::CStr = c"%s";
@@ -176,6 +185,10 @@ pub unsafe fn raise(e: Error) -> ! {
             }
             if let Some(c) = constraint {
                 err_generic_string(pgrx::pg_sys::PG_DIAG_CONSTRAINT_NAME as c_int, c);
+            }
+            if let Some((s, t)) = table {
+                err_generic_string(pgrx::pg_sys::PG_DIAG_SCHEMA_NAME as c_int, s);
+                err_generic_string(pgrx::pg_sys::PG_DIAG_TABLE_NAME as c_int, t);
             }
             // No source location: there is no C file and line to point at, and a Rust one is
             // no use to a user (VERBOSE output simply has no LOCATION line).

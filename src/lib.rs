@@ -4,17 +4,24 @@
 //! ([`fmgr`]), the error mapping ([`error`]), one module per SQL type or concern, and the
 //! hand-written SQL script in `sql/`.
 
+pub mod approval;
 pub mod error;
 pub mod fmgr;
 pub mod labelset;
 pub mod labelset_gin;
+pub mod refusal;
+pub mod retention;
 pub mod scope;
 pub mod scope_support;
+pub mod seal;
+pub mod spi;
+pub mod trail;
 
 ::pgrx::pg_module_magic!(name, version);
 
 // The whole SQL surface is written by hand, grouped by kind, in these files.
 ::pgrx::extension_sql_file!("../sql/types.sql", name = "types", bootstrap);
+::pgrx::extension_sql_file!("../sql/platform.sql", name = "platform", requires = ["types"]);
 
 #[cfg(any(test, feature = "pg_test"))]
 #[pgrx::pg_schema]

@@ -9,6 +9,7 @@
 pub mod error;
 pub mod label;
 pub mod labelset;
+pub mod rules;
 pub mod scope;
 
 pub use error::{ParseError, Problem};

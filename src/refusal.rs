@@ -1,0 +1,127 @@
+//! The error contract of the rules: one SQLSTATE per rule, the message starting with the rule
+//! name, DETAIL naming the run, its scope and the labels at issue, HINT with the operator's
+//! checklist, and the rule name in the error's constraint-name field.
+//!
+//! The SQLSTATEs are in class 23 (integrity constraint violation), in the subclass range that
+//! PostgreSQL leaves to implementations: clients that only look at the class see a refused
+//! write, clients that look closer see which rule refused it.
+
+use crate::error::{Error, SqlState};
+use pg_labels_core::rules::{Rule, Verdict};
+use pg_labels_core::{scope, LabelSet};
+
+pub const DATA_BARRIER: SqlState = *b"23L01";
+pub const UNTRUSTED_TO_IRREVERSIBLE: SqlState = *b"23L02";
+pub const APPROVAL_REQUIRED: SqlState = *b"23L03";
+pub const UNKNOWN_TOOL: SqlState = *b"23L04";
+pub const SEALED: SqlState = *b"23L05";
+pub const INSUFFICIENT_PRIVILEGE: SqlState = *b"42501";
+pub const FOREIGN_KEY_VIOLATION: SqlState = *b"23503";
+
+/// The seed's checklist for a blocked call.
+pub const BARRIER_HINT: &str = "This is not a policy to edit and not a missing approval: the data flow crossed a boundary \
+the platform is not authorized to cross. Check that the agent was published in the right company and area; \
+check that the channel's conversation points at the same area as the agent; check the event binding before \
+assuming the listener is wrong. Do not try to fix it by widening the query: the label has already travelled.";
+
+fn text(body: &[u8]) -> String {
+    LabelSet::from_canonical(body).to_text()
+}
+
+/// The error for a tool call refused by `verdict` (whose decision is block or ask).
+pub fn tool_call(run: &str, run_scope: &[u8], tool: Option<&str>, effect: Option<&str>, v: &Verdict) -> Error {
+    let scope = scope::to_text(run_scope);
+    let tool = tool.unwrap_or("(none)");
+    let rule = v.rule.unwrap_or(Rule::DataBarrier);
+    let (state, message, detail, hint) = match rule {
+        Rule::DataBarrier => (
+            DATA_BARRIER,
+            format!("data_barrier: run {run} carries data from outside its company or area"),
+            format!(
+                "Run {run} (scope {scope}) carries {}, which scope {scope} cannot carry; tool {tool} was not called.",
+                text(&v.escaping)
+            ),
+            BARRIER_HINT.to_string(),
+        ),
+        Rule::UnknownTool => (
+            UNKNOWN_TOOL,
+            if tool == "(none)" {
+                "unknown_tool: a tool call names no tool".to_string()
+            } else {
+                format!("unknown_tool: tool {tool} is not in the tool catalog")
+            },
+            if tool == "(none)" {
+                format!("Run {run} (scope {scope}) recorded a tool call with no tool name.")
+            } else {
+                format!("Run {run} (scope {scope}) called {tool}, which pg_labels.tools does not list.")
+            },
+            "Add the tool to pg_labels.tools with its effect (read, reversible_write, destructive or financial) \
+             before calling it: tools absent from the catalog are refused."
+                .to_string(),
+        ),
+        Rule::UntrustedToIrreversible => {
+            let effect = effect.unwrap_or("irreversible");
+            (
+                UNTRUSTED_TO_IRREVERSIBLE,
+                format!("untrusted_to_irreversible: {effect} tool {tool} refused on untrusted data"),
+                format!(
+                    "Run {run} (scope {scope}) carries {}; no approval makes a {effect} call on data from outside acceptable.",
+                    text(&v.origins)
+                ),
+                "Untrusted data (Slack, webhooks, events, tool results) must never reach a destructive or financial \
+                 tool, approved or not. Run such a step where no untrusted input has entered the run."
+                    .to_string(),
+            )
+        }
+        Rule::ApprovalRequired => (
+            APPROVAL_REQUIRED,
+            format!("approval_required: reversible write {tool} on untrusted data needs a person's approval"),
+            format!(
+                "Run {run} (scope {scope}) carries {}; no unused granted approval matches tool {tool} with these arguments.",
+                text(&v.origins)
+            ),
+            "Record the request with pg_labels.request_approval(run, tool, args) and have a person the DBA allows \
+             grant it with pg_labels.decide_approval(request, true): one approval lets exactly one identical call through."
+                .to_string(),
+        ),
+    };
+    Error::new(state, message)
+        .detail(detail)
+        .hint(hint)
+        .constraint(rule.name())
+        .table("pg_labels", "steps")
+}
+
+/// A run that is not even opened: its initial labels, or its listener's scope, escape it.
+pub fn run_not_opened(run: &str, run_scope: &[u8], escaping: &[u8], listener: Option<(i64, &[u8])>) -> Error {
+    let scope = scope::to_text(run_scope);
+    let detail = match listener {
+        Some((id, ls)) => format!(
+            "Run {run} (scope {scope}) was opened for listener {id}, bound in scope {}: scope {scope} cannot carry {}.",
+            scope::to_text(ls),
+            text(escaping)
+        ),
+        None => format!(
+            "Run {run} (scope {scope}) was opened with {}, which scope {scope} cannot carry.",
+            text(escaping)
+        ),
+    };
+    Error::new(
+        DATA_BARRIER,
+        format!("data_barrier: run {run} is not opened: its data comes from outside scope {scope}"),
+    )
+    .detail(detail)
+    .hint(BARRIER_HINT)
+    .constraint(Rule::DataBarrier.name())
+    .table("pg_labels", "runs")
+}
+
+/// A change to the sealed trail.
+pub fn sealed(table: &str, message: String, detail: String) -> Error {
+    Error::new(SEALED, format!("sealed: {message}"))
+        .detail(detail)
+        .hint("The trail is append-only and a run's scope is sealed when it is opened. Retention goes through \
+               pg_labels.purge(older_than), which the DBA grants.")
+        .constraint("sealed")
+        .table("pg_labels", table)
+}

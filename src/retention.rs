@@ -1,0 +1,35 @@
+//! Retention: the one deliberate way rows leave the trail.
+
+use crate::approval::platform_owner;
+use crate::spi::{as_owner, with_flag, with_spi, BackendLocal, SavedPlan};
+use crate::sql_function;
+use crate::fmgr::arg;
+use pgrx::pg_sys::{self, Datum};
+
+/// Raised while `pg_labels.purge()` deletes; the seal triggers let its deletes through.
+pub static PURGING: BackendLocal<bool> = BackendLocal::new(false);
+
+/// Whole runs opened before the cutoff with no step at or after it: their steps, then them.
+static PURGE: SavedPlan = SavedPlan::new(
+    c"WITH doomed AS (
+          SELECT r.id FROM pg_labels.runs r
+           WHERE r.opened_at < $1
+             AND NOT EXISTS (SELECT FROM pg_labels.steps s WHERE s.run_id = r.id AND s.created_at >= $1)
+             FOR UPDATE OF r
+      ), gone_steps AS (
+          DELETE FROM pg_labels.steps s USING doomed d WHERE s.run_id = d.id
+      )
+      DELETE FROM pg_labels.runs r USING doomed d WHERE r.id = d.id",
+);
+
+sql_function! {
+    /// `pg_labels.purge(older_than timestamptz) → bigint`: the number of runs deleted.
+    fn pgl_purge(fc) {
+        let cutoff = arg(fc, 0);
+        let owner = platform_owner()?;
+        let n = as_owner(owner, || with_spi(|| {
+            with_flag(&PURGING, true, || PURGE.execute(&[pg_sys::TIMESTAMPTZOID], &[Some(cutoff)], false, 0))
+        }))?;
+        Ok(Datum::from(n as i64))
+    }
+}

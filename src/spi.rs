@@ -1,0 +1,189 @@
+//! What the triggers and platform functions need from the backend: saved SPI plans, running as
+//! the platform tables' owner, backend-local flags, and tuple access.
+//!
+//! Plain `pg_sys` SPI rather than pgrx's wrapper: one prepared plan per query, kept for the life
+//! of the backend (the plan cache re-plans it if the tables are recreated), executed with
+//! datums straight from the trigger's tuple.
+
+use crate::error::{Error, Result};
+use crate::fmgr::varlena_bytes;
+use pgrx::pg_sys::{self, Datum, Oid};
+use std::cell::UnsafeCell;
+use std::ffi::CStr;
+
+/// State private to this backend (a backend is one thread).
+pub struct BackendLocal<T>(UnsafeCell<T>);
+
+// SAFETY: PostgreSQL runs every backend's SQL on one thread; these are only touched there.
+unsafe impl<T> Sync for BackendLocal<T> {}
+
+impl<T> BackendLocal<T> {
+    pub const fn new(v: T) -> Self {
+        BackendLocal(UnsafeCell::new(v))
+    }
+
+    /// # Safety
+    /// No other reference to the value may be live (the backend is single-threaded and the
+    /// callers never hold the reference across a call that could come back here).
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn get(&self) -> &mut T {
+        unsafe { &mut *self.0.get() }
+    }
+}
+
+/// A query prepared once per backend.
+pub struct SavedPlan {
+    sql: &'static CStr,
+    plan: BackendLocal<pg_sys::SPIPlanPtr>,
+}
+
+impl SavedPlan {
+    pub const fn new(sql: &'static CStr) -> Self {
+        SavedPlan {
+            sql,
+            plan: BackendLocal::new(std::ptr::null_mut()),
+        }
+    }
+
+    /// Execute with the given argument types and values (`None` is SQL NULL). Must be called
+    /// between [`connect`] and [`finish`]. `limit` 0 means all rows.
+    pub unsafe fn execute(
+        &self,
+        types: &[Oid],
+        args: &[Option<Datum>],
+        read_only: bool,
+        limit: i64,
+    ) -> Result<u64> {
+        unsafe {
+            let plan = self.plan.get();
+            if plan.is_null() {
+                let p = pg_sys::SPI_prepare(self.sql.as_ptr(), types.len() as i32, types.as_ptr() as *mut Oid);
+                if p.is_null() {
+                    return Err(spi_error("prepare", pg_sys::SPI_result));
+                }
+                pg_sys::SPI_keepplan(p);
+                *plan = p;
+            }
+            let mut values: Vec<Datum> = args.iter().map(|a| a.unwrap_or(Datum::from(0usize))).collect();
+            let nulls: Vec<std::ffi::c_char> =
+                args.iter().map(|a| if a.is_some() { b' ' } else { b'n' } as std::ffi::c_char).collect();
+            let rc = pg_sys::SPI_execute_plan(*plan, values.as_mut_ptr(), nulls.as_ptr(), read_only, limit as _);
+            if rc < 0 {
+                return Err(spi_error("execute", rc));
+            }
+            Ok(pg_sys::SPI_processed)
+        }
+    }
+}
+
+fn spi_error(what: &str, rc: i32) -> Error {
+    Error::new(
+        *b"55000",
+        format!("pg_labels: SPI {what} failed with code {rc}"),
+    )
+}
+
+/// Connect to SPI, run `f`, disconnect. If `f` raises a PostgreSQL error, the transaction's
+/// abort cleans up the connection.
+pub unsafe fn with_spi<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    unsafe {
+        let rc = pg_sys::SPI_connect();
+        if rc < 0 {
+            return Err(spi_error("connect", rc));
+        }
+        let out = f();
+        pg_sys::SPI_finish();
+        out
+    }
+}
+
+/// Value of column `col` (1-based) of result row `row`, or `None` for NULL.
+pub unsafe fn result_datum(row: u64, col: i32) -> Option<Datum> {
+    unsafe {
+        let tt = pg_sys::SPI_tuptable;
+        let mut isnull = false;
+        let d = pg_sys::SPI_getbinval(*(*tt).vals.add(row as usize), (*tt).tupdesc, col, &mut isnull);
+        if isnull {
+            None
+        } else {
+            Some(d)
+        }
+    }
+}
+
+/// Run `f` as `owner` (the platform tables' owner), with row-level security not forced on it,
+/// the way PostgreSQL runs foreign-key checks. The caller's identity is restored afterwards,
+/// also when `f` fails (a PostgreSQL error restores it through the transaction's abort).
+pub unsafe fn as_owner<T>(owner: Oid, f: impl FnOnce() -> T) -> T {
+    unsafe {
+        let (mut saved_user, mut saved_ctx) = (Oid::INVALID, 0i32);
+        pg_sys::GetUserIdAndSecContext(&mut saved_user, &mut saved_ctx);
+        pg_sys::SetUserIdAndSecContext(
+            owner,
+            saved_ctx | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32 | pg_sys::SECURITY_NOFORCE_RLS as i32,
+        );
+        struct Restore(Oid, i32);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                unsafe { pg_sys::SetUserIdAndSecContext(self.0, self.1) }
+            }
+        }
+        let _restore = Restore(saved_user, saved_ctx);
+        f()
+    }
+}
+
+/// The name of the current user (`current_user`).
+pub unsafe fn current_user_name() -> String {
+    unsafe {
+        let p = pg_sys::GetUserNameFromId(pg_sys::GetUserId(), false);
+        CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}
+
+/// Bytes of a non-null varlena datum.
+pub unsafe fn datum_bytes<'a>(d: Datum) -> &'a [u8] {
+    unsafe { varlena_bytes(d.cast_mut_ptr()) }
+}
+
+/// A `text` datum in the current memory context.
+pub fn text_datum(s: &str) -> Result<Datum> {
+    crate::fmgr::ret_bytes(s.as_bytes())
+}
+
+/// Do two non-null datums of a column hold the same image?
+pub unsafe fn same_image(a: Datum, b: Datum, attr: &pg_sys::FormData_pg_attribute) -> bool {
+    unsafe {
+        if attr.attbyval {
+            a == b
+        } else if attr.attlen > 0 {
+            let n = attr.attlen as usize;
+            std::slice::from_raw_parts(a.cast_mut_ptr::<u8>() as *const u8, n)
+                == std::slice::from_raw_parts(b.cast_mut_ptr::<u8>() as *const u8, n)
+        } else if attr.attlen == -1 {
+            datum_bytes(a) == datum_bytes(b)
+        } else {
+            let (x, y) = (
+                CStr::from_ptr(a.cast_mut_ptr::<std::ffi::c_char>()),
+                CStr::from_ptr(b.cast_mut_ptr::<std::ffi::c_char>()),
+            );
+            x == y
+        }
+    }
+}
+
+/// Run `f` with a backend-local flag raised, lowering it (back to its default) afterwards
+/// whatever happens, an error included.
+pub fn with_flag<F: Default, T>(flag: &BackendLocal<F>, raised: F, f: impl FnOnce() -> T) -> T {
+    unsafe {
+        *flag.get() = raised;
+    }
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    unsafe {
+        *flag.get() = F::default();
+    }
+    match out {
+        Ok(v) => v,
+        Err(e) => std::panic::resume_unwind(e),
+    }
+}

@@ -1,0 +1,335 @@
+//! Enforcement on the way in: opening a run, and every step of the trail.
+//!
+//! `pgl_steps_insert` (BEFORE INSERT FOR EACH ROW on `pg_labels.steps`) does, for every step:
+//! lock the run's row (`FOR NO KEY UPDATE`, held to commit, so concurrent writers to one run are
+//! serialized and every check reads the labels the last committed step left), unite the step's
+//! labels into the run's, judge `tool_called` and `gate_decided` steps by
+//! [`pg_labels_core::rules::judge`], and write the verdict into the row. A refused tool call
+//! raises its rule's error; a gate decision is recorded instead.
+
+use crate::approval::DECIDING;
+use crate::error::{Error, Result};
+use crate::fmgr::{datum_labelset, ret_labelset, FORMAT_VERSION};
+use crate::refusal::{self, FOREIGN_KEY_VIOLATION, INSUFFICIENT_PRIVILEGE};
+use crate::spi::{self, as_owner, current_user_name, datum_bytes, result_datum, with_spi, SavedPlan};
+use crate::sql_function;
+use pg_labels_core::rules::{self, Decision, Effect, ToolFacts, Verdict};
+use pg_labels_core::{label, labelset, scope, LabelSet};
+use pgrx::pg_sys::{self, Datum, Oid};
+use std::ffi::CStr;
+
+static LOCK_RUN: SavedPlan = SavedPlan::new(
+    c"SELECT r.scope, r.labels, t.effect, t.trusted_output
+        FROM pg_labels.runs r LEFT JOIN pg_labels.tools t ON t.name = $2
+       WHERE r.id = $1
+         FOR NO KEY UPDATE OF r",
+);
+
+static GROW_LABELS: SavedPlan = SavedPlan::new(c"UPDATE pg_labels.runs SET labels = $2 WHERE id = $1");
+
+/// An unused, granted approval of exactly this call (same run, tool and arguments).
+static FIND_APPROVAL: SavedPlan = SavedPlan::new(
+    c"SELECT req.id FROM pg_labels.steps req
+       WHERE req.run_id = $1 AND req.kind = 'approval_requested'
+         AND req.tool = $2 AND req.args IS NOT DISTINCT FROM $3
+         AND EXISTS (SELECT FROM pg_labels.steps d
+                      WHERE d.request_id = req.id AND d.kind = 'approval_decided' AND d.decision = 'granted')
+         AND NOT EXISTS (SELECT FROM pg_labels.steps u
+                          WHERE u.request_id = req.id AND u.kind = 'tool_called')
+       ORDER BY req.id
+       LIMIT 1",
+);
+
+static LISTENER_SCOPE: SavedPlan = SavedPlan::new(c"SELECT scope FROM pg_labels.listeners WHERE id = $1");
+
+/// The row a row-level trigger was fired for, with its relation.
+pub(crate) struct Row {
+    pub td: *mut pg_sys::TriggerData,
+    pub desc: pg_sys::TupleDesc,
+    pub tuple: pg_sys::HeapTuple,
+}
+
+pub(crate) const TRIGGER_PROTOCOL: crate::error::SqlState = *b"39P01";
+
+impl Row {
+    /// The trigger data of a call, checked to be the expected kind of trigger event.
+    pub unsafe fn of(fc: pg_sys::FunctionCallInfo, name: &str) -> Result<Row> {
+        unsafe {
+            let ctx = (*fc).context;
+            if ctx.is_null() || (*ctx).type_ != pg_sys::NodeTag::T_TriggerData {
+                return Err(Error::new(TRIGGER_PROTOCOL, format!("{name} must be called as a trigger")));
+            }
+            let td = ctx as *mut pg_sys::TriggerData;
+            let rel = (*td).tg_relation;
+            Ok(Row { td, desc: (*rel).rd_att, tuple: (*td).tg_trigtuple })
+        }
+    }
+
+    pub unsafe fn event(&self) -> u32 {
+        unsafe { (*self.td).tg_event }
+    }
+
+    pub unsafe fn is_before_row(&self) -> bool {
+        unsafe {
+            self.event() & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_BEFORE
+                && self.event() & pg_sys::TRIGGER_EVENT_ROW != 0
+        }
+    }
+
+    pub unsafe fn op(&self) -> u32 {
+        unsafe { self.event() & pg_sys::TRIGGER_EVENT_OPMASK }
+    }
+
+    pub unsafe fn owner(&self) -> Oid {
+        unsafe { (*(*(*self.td).tg_relation).rd_rel).relowner }
+    }
+
+    /// 1-based number of a column.
+    pub unsafe fn col(&self, name: &CStr) -> Result<i32> {
+        unsafe {
+            let n = pg_sys::SPI_fnumber(self.desc, name.as_ptr());
+            if n <= 0 {
+                return Err(Error::new(
+                    TRIGGER_PROTOCOL,
+                    format!("pg_labels trigger on a table without column {}", name.to_string_lossy()),
+                ));
+            }
+            Ok(n)
+        }
+    }
+
+    /// Value of a column of `tuple` (this row's, or the new row's of an update).
+    pub unsafe fn get_in(&self, tuple: pg_sys::HeapTuple, col: i32) -> Option<Datum> {
+        unsafe {
+            let mut isnull = false;
+            let d = pg_sys::SPI_getbinval(tuple, self.desc, col, &mut isnull);
+            if isnull {
+                None
+            } else {
+                Some(d)
+            }
+        }
+    }
+
+    pub unsafe fn get(&self, col: i32) -> Option<Datum> {
+        unsafe { self.get_in(self.tuple, col) }
+    }
+
+    pub unsafe fn attr(&self, col: i32) -> &pg_sys::FormData_pg_attribute {
+        unsafe { &*(*self.desc).attrs.as_ptr().add(col as usize - 1) }
+    }
+
+    /// The row with some columns replaced (`None`: NULL), as the trigger's return value.
+    pub unsafe fn modified(&self, changes: &[(i32, Option<Datum>)]) -> Datum {
+        unsafe {
+            let mut cols: Vec<i32> = changes.iter().map(|c| c.0).collect();
+            let mut values: Vec<Datum> = changes.iter().map(|c| c.1.unwrap_or(Datum::from(0usize))).collect();
+            let mut nulls: Vec<bool> = changes.iter().map(|c| c.1.is_none()).collect();
+            let t = pg_sys::heap_modify_tuple_by_cols(
+                self.tuple,
+                self.desc,
+                cols.len() as i32,
+                cols.as_mut_ptr(),
+                values.as_mut_ptr(),
+                nulls.as_mut_ptr(),
+            );
+            Datum::from(t)
+        }
+    }
+}
+
+pub(crate) fn not_null(table: &str, column: &str) -> Error {
+    Error::new(*b"23502", format!("null value in column \"{column}\" of relation \"{table}\" violates not-null constraint"))
+        .table("pg_labels", table)
+}
+
+/// The text form of a `uuid` datum.
+pub(crate) unsafe fn uuid_text(d: Datum) -> String {
+    let b = unsafe { std::slice::from_raw_parts(d.cast_mut_ptr::<u8>() as *const u8, 16) };
+    let h: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", h[..4].concat(), h[4..6].concat(), h[6..8].concat(), h[8..10].concat(), h[10..].concat())
+}
+
+/// A `scope` datum's path.
+unsafe fn scope_path(d: Datum) -> Result<Vec<u8>> {
+    match unsafe { datum_bytes(d) }.split_first() {
+        Some((&FORMAT_VERSION, path)) => Ok(path.to_vec()),
+        _ => Err(Error::corrupt("scope")),
+    }
+}
+
+fn text_of(d: Datum) -> String {
+    String::from_utf8_lossy(unsafe { datum_bytes(d) }).into_owned()
+}
+
+/// What the locked run and the catalog say, gathered under SPI.
+struct Judged {
+    run_scope: Vec<u8>,
+    /// The step's labels when the trigger added to them (results of untrusted tools).
+    own_labels: Option<Vec<u8>>,
+    verdict: Option<Verdict>,
+    effect: Option<String>,
+}
+
+sql_function! {
+    /// BEFORE INSERT FOR EACH ROW on pg_labels.steps.
+    fn pgl_steps_insert(fc) {
+        let row = Row::of(fc, "pg_labels.steps_insert()")?;
+        if !row.is_before_row() || row.op() != pg_sys::TRIGGER_EVENT_INSERT {
+            return Err(Error::new(TRIGGER_PROTOCOL, "pg_labels.steps_insert() must fire BEFORE INSERT FOR EACH ROW"));
+        }
+        let c_run = row.col(c"run_id")?;
+        let c_kind = row.col(c"kind")?;
+        let c_tool = row.col(c"tool")?;
+        let c_labels = row.col(c"labels")?;
+        let c_args = row.col(c"args")?;
+        let c_decision = row.col(c"decision")?;
+        let c_rule = row.col(c"rule")?;
+        let c_reason = row.col(c"reason")?;
+        let c_request = row.col(c"request_id")?;
+        let c_actor = row.col(c"actor")?;
+
+        let run_id = row.get(c_run).ok_or_else(|| not_null("steps", "run_id"))?;
+        let kind = text_of(row.get(c_kind).ok_or_else(|| not_null("steps", "kind"))?);
+        let tool_d = row.get(c_tool);
+        let tool = tool_d.map(text_of);
+        let labels_d = row.get(c_labels).ok_or_else(|| not_null("steps", "labels"))?;
+        let step_labels = datum_labelset(labels_d)?;
+        let labelset_type = row.attr(c_labels).atttypid;
+
+        // Who writes the step. An approval decision is written by pg_labels.decide_approval()
+        // on behalf of the person deciding, and only by it.
+        let mut actor = current_user_name();
+        if kind == "approval_decided" {
+            let request = row.get(c_request).map(|d| d.value() as i64);
+            match &*DECIDING.get() {
+                Some((r, approver)) if Some(*r) == request => actor = approver.clone(),
+                _ => {
+                    return Err(Error::new(
+                        INSUFFICIENT_PRIVILEGE,
+                        "approval_required: approval decisions are recorded only by pg_labels.decide_approval()",
+                    )
+                    .detail(format!("Role {actor} inserted an approval_decided step directly."))
+                    .hint("A DBA allows a person to decide with GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) TO <role>.")
+                    .constraint("approval_required")
+                    .table("pg_labels", "steps"))
+                }
+            }
+        }
+
+        let judged_kind = kind == "tool_called" || kind == "gate_decided";
+        let j = as_owner(row.owner(), || with_spi(|| {
+            let n = LOCK_RUN.execute(&[pg_sys::UUIDOID, pg_sys::TEXTOID], &[Some(run_id), tool_d], false, 1)?;
+            if n == 0 {
+                return Err(Error::new(FOREIGN_KEY_VIOLATION, format!("run {} does not exist", uuid_text(run_id)))
+                    .detail("Every step belongs to a run of pg_labels.runs.")
+                    .constraint("steps_run_id_fkey")
+                    .table("pg_labels", "steps"));
+            }
+            let run_scope = scope_path(result_datum(0, 1).ok_or_else(|| Error::corrupt("scope"))?)?;
+            let run_labels = datum_labelset(result_datum(0, 2).ok_or_else(|| Error::corrupt("labelset"))?)?;
+            let effect = result_datum(0, 3).map(text_of);
+            let trusted_output = result_datum(0, 4).map(|d| d.value() != 0);
+
+            // A result of a tool whose output is not trusted came from outside.
+            let mut own_labels = None;
+            if kind == "tool_result" && trusted_output != Some(true) {
+                let mut entry = vec![label::ORIGIN];
+                entry.extend_from_slice(b"tool");
+                let tool_origin = labelset::from_entries(vec![entry]);
+                let with = step_labels.union(LabelSet::from_canonical(&tool_origin));
+                if with != step_labels.body() {
+                    own_labels = Some(with);
+                }
+            }
+            let own = own_labels.as_deref().map(LabelSet::from_canonical).unwrap_or(step_labels);
+            let carried_body = run_labels.union(own);
+            let carried = LabelSet::from_canonical(&carried_body);
+
+            let verdict = if judged_kind {
+                let facts = effect.as_deref().and_then(Effect::parse).map(|effect| ToolFacts { effect });
+                Some(rules::judge(&run_scope, carried, tool.as_deref(), facts, || {
+                    let n = FIND_APPROVAL.execute(
+                        &[pg_sys::UUIDOID, pg_sys::TEXTOID, pg_sys::JSONBOID],
+                        &[Some(run_id), tool_d, row.get(c_args)],
+                        false,
+                        1,
+                    )?;
+                    Ok(if n == 0 { None } else { result_datum(0, 1).map(|d| d.value() as i64) })
+                })?)
+            } else {
+                None
+            };
+
+            // Labels accumulate: the run now carries what this step brought.
+            if carried_body != run_labels.body() {
+                GROW_LABELS.execute(&[pg_sys::UUIDOID, labelset_type], &[Some(run_id), Some(ret_labelset(&carried_body)?)], false, 0)?;
+            }
+            Ok(Judged { run_scope, own_labels, verdict, effect })
+        }))?;
+
+        let mut changes: Vec<(i32, Option<Datum>)> = vec![(c_actor, Some(spi::text_datum(&actor)?))];
+        if let Some(own) = &j.own_labels {
+            changes.push((c_labels, Some(ret_labelset(own)?)));
+        }
+        match &j.verdict {
+            Some(v) => {
+                if kind == "tool_called" && v.decision != Decision::Allow {
+                    return Err(refusal::tool_call(&uuid_text(run_id), &j.run_scope, tool.as_deref(), j.effect.as_deref(), v));
+                }
+                changes.push((c_decision, Some(spi::text_datum(v.decision.name())?)));
+                changes.push((c_rule, v.rule.map(|r| spi::text_datum(r.name())).transpose()?));
+                changes.push((c_reason, v.reason.as_deref().map(spi::text_datum).transpose()?));
+                changes.push((c_request, v.approval.filter(|_| kind == "tool_called").map(Datum::from)));
+            }
+            // decision and rule are the database's to write
+            None if kind != "approval_decided" => {
+                changes.push((c_decision, None));
+                changes.push((c_rule, None));
+            }
+            None => {}
+        }
+        Ok(row.modified(&changes))
+    }
+
+    /// BEFORE INSERT FOR EACH ROW on pg_labels.runs: the run's own scope label joins its labels,
+    /// and a run whose initial labels or listener's scope escape its scope is not opened.
+    fn pgl_runs_open(fc) {
+        let row = Row::of(fc, "pg_labels.runs_open()")?;
+        if !row.is_before_row() || row.op() != pg_sys::TRIGGER_EVENT_INSERT {
+            return Err(Error::new(TRIGGER_PROTOCOL, "pg_labels.runs_open() must fire BEFORE INSERT FOR EACH ROW"));
+        }
+        let c_id = row.col(c"id")?;
+        let c_scope = row.col(c"scope")?;
+        let c_labels = row.col(c"labels")?;
+        let c_listener = row.col(c"listener_id")?;
+        let run = row.get(c_id).map(|d| uuid_text(d)).unwrap_or_default();
+        let path = scope_path(row.get(c_scope).ok_or_else(|| not_null("runs", "scope"))?)?;
+        let given = match row.get(c_labels) {
+            Some(d) => datum_labelset(d)?,
+            None => LabelSet::EMPTY,
+        };
+        let own = labelset::from_entries(vec![scope::label_entry(&path)]);
+        let initial = given.union(LabelSet::from_canonical(&own));
+        let escaping = LabelSet::from_canonical(&initial).escaping(&path);
+        if !escaping.is_empty() {
+            return Err(refusal::run_not_opened(&run, &path, &escaping, None));
+        }
+        if let Some(listener) = row.get(c_listener) {
+            let listener_scope = as_owner(row.owner(), || with_spi(|| {
+                let n = LISTENER_SCOPE.execute(&[pg_sys::INT8OID], &[Some(listener)], true, 1)?;
+                if n == 0 {
+                    return Err(Error::new(FOREIGN_KEY_VIOLATION, format!("listener {} does not exist", listener.value() as i64))
+                        .constraint("runs_listener_id_fkey")
+                        .table("pg_labels", "runs"));
+                }
+                scope_path(result_datum(0, 1).ok_or_else(|| Error::corrupt("scope"))?)
+            }))?;
+            if !scope::reaches(&path, &listener_scope) {
+                let l = labelset::from_entries(vec![scope::label_entry(&listener_scope)]);
+                return Err(refusal::run_not_opened(&run, &path, &l, Some((listener.value() as i64, &listener_scope))));
+            }
+        }
+        Ok(row.modified(&[(c_labels, Some(ret_labelset(&initial)?))]))
+    }
+}

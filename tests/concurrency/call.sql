@@ -1,0 +1,6 @@
+\set r random(1, 40)
+\set ms random(0, 3)
+BEGIN;
+SELECT try_wipe(md5(:r::text)::uuid);
+SELECT pg_sleep(0.001 * :ms);
+COMMIT;

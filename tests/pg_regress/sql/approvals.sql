@@ -1,0 +1,110 @@
+-- Approvals, with real non-superuser roles: the platform's writer records steps and requests
+-- approvals; only a role the DBA allowed decides, never the requester; a granted approval lets
+-- exactly one identical call through; approvals never override data_barrier and never make
+-- an untrusted irreversible call acceptable.
+\pset null '(null)'
+
+-- the DBA's set-up: a writer for the platform, a person who may approve, and a role that can
+-- act as the writer
+CREATE ROLE regress_pg_labels_platform;
+CREATE ROLE regress_pg_labels_alice;
+CREATE ROLE regress_pg_labels_sidekick IN ROLE regress_pg_labels_platform;
+GRANT USAGE ON SCHEMA pg_labels TO regress_pg_labels_platform, regress_pg_labels_alice;
+GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO regress_pg_labels_platform;
+GRANT SELECT ON pg_labels.tools, pg_labels.listeners TO regress_pg_labels_platform;
+-- how a DBA allows a person to decide:
+GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) TO regress_pg_labels_alice;
+
+INSERT INTO pg_labels.tools (name, effect) VALUES
+  ('crm.update', 'reversible_write'), ('bank.transfer', 'financial'), ('crm.read', 'read')
+ON CONFLICT DO NOTHING;
+
+SET ROLE regress_pg_labels_platform;
+SELECT current_user, current_setting('is_superuser') AS superuser;
+INSERT INTO pg_labels.runs (id, agent, scope) VALUES ('a1000000-0000-0000-0000-000000000001', 'crm-bot', 'acme/sales');
+INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('a1000000-0000-0000-0000-000000000001', 'input', '{origin:slack}');
+-- an untrusted reversible write asks for a person
+SELECT decision, rule FROM pg_labels.gate('a1000000-0000-0000-0000-000000000001', 'crm.update', '{"deal": 1, "stage": "won"}');
+INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES
+  ('a1000000-0000-0000-0000-000000000001', 'tool_called', 'crm.update', '{"deal": 1, "stage": "won"}');
+SELECT pg_labels.request_approval('a1000000-0000-0000-0000-000000000001', 'crm.update', '{"stage": "won", "deal": 1}') AS request \gset
+-- the writer cannot decide: no EXECUTE ...
+SELECT pg_labels.decide_approval(:request, true);
+-- ... and cannot write a decision into the trail itself
+INSERT INTO pg_labels.steps (run_id, kind, tool, decision, request_id) VALUES
+  ('a1000000-0000-0000-0000-000000000001', 'approval_decided', 'crm.update', 'granted', :request);
+RESET ROLE;
+
+-- even when a DBA grants it by mistake, the requester cannot decide its own request, nor a
+-- role that can act as it
+GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text)
+  TO regress_pg_labels_platform, regress_pg_labels_sidekick;
+SET ROLE regress_pg_labels_platform;
+SELECT pg_labels.decide_approval(:request, true);
+SET ROLE regress_pg_labels_sidekick;
+SELECT pg_labels.decide_approval(:request, true);
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text)
+  FROM regress_pg_labels_platform, regress_pg_labels_sidekick;
+
+-- a person decides; the trail names them
+SET ROLE regress_pg_labels_alice;
+SELECT pg_labels.decide_approval(:request, true, 'checked the deal') IS NOT NULL AS decided;
+SELECT pg_labels.decide_approval(:request, false);
+SELECT pg_labels.decide_approval(999999, true);
+-- (the person has no privilege on the tables themselves)
+SELECT count(*) FROM pg_labels.steps;
+RESET ROLE;
+SELECT kind, tool, decision, reason, actor, request_id = :request AS for_request
+FROM pg_labels.steps WHERE kind = 'approval_decided';
+
+SET ROLE regress_pg_labels_platform;
+-- the gate now allows exactly that call, naming the approval
+SELECT decision, rule, reason ~ 'approved \(request' AS approved FROM pg_labels.gate('a1000000-0000-0000-0000-000000000001', 'crm.update', '{"deal": 1, "stage": "won"}');
+-- other arguments are a different call
+INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES
+  ('a1000000-0000-0000-0000-000000000001', 'tool_called', 'crm.update', '{"deal": 2, "stage": "won"}');
+-- the approved call goes through once, and records the approval it used
+INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES
+  ('a1000000-0000-0000-0000-000000000001', 'tool_called', 'crm.update', '{"deal": 1, "stage": "won"}')
+RETURNING decision, rule, request_id = :request AS used_request;
+INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES
+  ('a1000000-0000-0000-0000-000000000001', 'tool_called', 'crm.update', '{"deal": 1, "stage": "won"}');
+
+-- a denied request lets nothing through
+SELECT pg_labels.request_approval('a1000000-0000-0000-0000-000000000001', 'crm.update', '{"deal": 3}') AS denied_request \gset
+RESET ROLE;
+SET ROLE regress_pg_labels_alice;
+SELECT pg_labels.decide_approval(:denied_request, false, 'no') IS NOT NULL AS decided;
+SET ROLE regress_pg_labels_platform;
+INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES
+  ('a1000000-0000-0000-0000-000000000001', 'tool_called', 'crm.update', '{"deal": 3}');
+
+-- no approval makes an untrusted financial call acceptable
+SELECT pg_labels.request_approval('a1000000-0000-0000-0000-000000000001', 'bank.transfer', '{"eur": 10}') AS money_request \gset
+RESET ROLE;
+SET ROLE regress_pg_labels_alice;
+SELECT pg_labels.decide_approval(:money_request, true) IS NOT NULL AS decided;
+SET ROLE regress_pg_labels_platform;
+INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES
+  ('a1000000-0000-0000-0000-000000000001', 'tool_called', 'bank.transfer', '{"eur": 10}');
+
+-- approvals never override data_barrier
+SELECT pg_labels.request_approval('a1000000-0000-0000-0000-000000000001', 'crm.update', '{"deal": 4}') AS barrier_request \gset
+RESET ROLE;
+SET ROLE regress_pg_labels_alice;
+SELECT pg_labels.decide_approval(:barrier_request, true) IS NOT NULL AS decided;
+SET ROLE regress_pg_labels_platform;
+INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES
+  ('a1000000-0000-0000-0000-000000000001', 'context_read', '{area:acme/finance}');
+INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES
+  ('a1000000-0000-0000-0000-000000000001', 'tool_called', 'crm.update', '{"deal": 4}');
+SELECT decision, rule FROM pg_labels.gate('a1000000-0000-0000-0000-000000000001', 'crm.update', '{"deal": 4}');
+RESET ROLE;
+
+-- the trail of the run, as an operator reads it
+SELECT kind, tool, args, decision, rule, actor FROM pg_labels.steps
+WHERE run_id = 'a1000000-0000-0000-0000-000000000001' ORDER BY id;
+
+DROP OWNED BY regress_pg_labels_platform, regress_pg_labels_alice, regress_pg_labels_sidekick;
+DROP ROLE regress_pg_labels_sidekick, regress_pg_labels_platform, regress_pg_labels_alice;
