@@ -1,12 +1,49 @@
 #!/usr/bin/env bash
 # Benchmarks, run on demand (not in CI): builds the release build, starts a throwaway cluster
-# and prints, from one run, ratios of pg_labels against PostgreSQL's own types.
-#   scripts/bench.sh            the types (bench/types.sql)
+# and prints, from one run, ratios of pg_labels against PostgreSQL's own types and against a
+# plain table and a PL/pgSQL implementation of the same rules.
+#   scripts/bench.sh            both
+#   scripts/bench.sh types      the types (bench/types.sql)
+#   scripts/bench.sh trail      trail inserts with pgbench (bench/trail_*.sql)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+what=${1:-all}
 
 setup
 install_extension release
 PG_EXTRA_OPTS="-c shared_buffers=1GB -c work_mem=64MB -c max_wal_size=4GB -c synchronous_commit=off" start_cluster
-psql_q -c "CREATE EXTENSION pg_labels"
-log "types: 1M rows against ltree and text[] (a few minutes)"
-"$PGBIN/psql" -X -q -f "$ROOT/bench/types.sql"
+
+if [ "$what" = all ] || [ "$what" = types ]; then
+    psql_q -c "DROP DATABASE IF EXISTS bench_types" -c "CREATE DATABASE bench_types"
+    psql_q -d bench_types -c "CREATE EXTENSION pg_labels"
+    log "types: 1M rows against ltree and text[] (a few minutes)"
+    "$PGBIN/psql" -X -q -d bench_types -f "$ROOT/bench/types.sql"
+fi
+
+if [ "$what" = all ] || [ "$what" = trail ]; then
+    psql_q -c "DROP DATABASE IF EXISTS bench_trail" -c "CREATE DATABASE bench_trail"
+    psql_q -d bench_trail -c "CREATE EXTENSION pg_labels" -f "$ROOT/bench/trail_setup.sql"
+    seconds=${TRAIL_SECONDS:-10}
+    rounds=${TRAIL_ROUNDS:-3}
+    log "trail: tool_called inserts, pgbench -M prepared, $rounds rounds of ${seconds}s per variant, variants interleaved"
+    declare -A runs
+    for clients in 1 2; do
+        for round in $(seq "$rounds"); do
+            for v in labels plain plpgsql; do
+                tps=$("$PGBIN/pgbench" -n -M prepared -c "$clients" -j "$clients" -T "$seconds" \
+                        -f "$ROOT/bench/trail_$v.sql" bench_trail 2>&1 | awk '/^tps/ { print $3 }')
+                runs[$clients,$v]="${runs[$clients,$v]:-} $tps"
+            done
+        done
+    done
+    median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+    printf '\n%-8s %14s %14s %14s %12s %12s\n' clients "(a) enforced" "(b) plain" "(c) plpgsql" "a/b" "a/c"
+    for clients in 1 2; do
+        a=$(echo "${runs[$clients,labels]}" | median)
+        b=$(echo "${runs[$clients,plain]}" | median)
+        c=$(echo "${runs[$clients,plpgsql]}" | median)
+        printf '%-8s %14.0f %14.0f %14.0f %12.2f %12.2f\n' "$clients" "$a" "$b" "$c" \
+            "$(echo "$a / $b" | bc -l)" "$(echo "$a / $c" | bc -l)"
+    done
+    echo "tps, median of $rounds rounds; goals: a/b >= 0.75, a/c >= 1.5"
+    "$PGBIN/psql" -X -q -d bench_trail -c "SELECT 'pg_labels.steps' AS t, count(*) FROM pg_labels.steps UNION ALL SELECT 'bench_plain.steps', count(*) FROM bench_plain.steps UNION ALL SELECT 'bench_plpgsql.steps', count(*) FROM bench_plpgsql.steps"
+fi

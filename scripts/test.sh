@@ -2,7 +2,9 @@
 # The whole test suite, on a fresh Debian machine as root: installs what is missing, then runs
 #   1. the core's unit and property tests (plain cargo test, no database),
 #   2. the #[pg_test]s (cargo pgrx test, in a cluster of their own),
-#   3. the pg_regress suite against a throwaway PostgreSQL 15 cluster.
+#   3. the pg_regress suite, the isolation suite (concurrent sessions, step by step) and a
+#      concurrency storm (pgbench clients on shared runs, commit order checked) against a
+#      throwaway PostgreSQL 15 cluster.
 # Exits non-zero on the first failure; a second run reuses what is installed.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -20,7 +22,7 @@ rm -rf "$PGTEST_DATA"
 
 # cargo pgrx test leaves its debug build installed: put the tested build in its place.
 install_extension ci
-start_cluster
+PG_EXTRA_OPTS="-c track_commit_timestamp=on" start_cluster
 export PG_LABELS_SCRATCH=$CLUSTER_DIR
 
 log "pg_regress"
@@ -36,5 +38,21 @@ if ! "$($PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \
     exit 1
 fi
 rm -rf "$REGRESS_OUT"
+
+log "isolation (concurrent sessions)"
+ISOLATION_OUT=$(mktemp -d /tmp/pg_labels_isolation.XXXXXX)
+if ! "$($PG_CONFIG --pkglibdir)/pgxs/src/test/isolation/pg_isolation_regress" \
+        --bindir="$PGBIN" --host="$PGHOST" --port="$PGPORT" --user=postgres \
+        --dbname=pg_labels_isolation --load-extension=pg_labels \
+        --inputdir="$ROOT/tests/isolation" --outputdir="$ISOLATION_OUT" \
+        --schedule="$ROOT/tests/isolation/schedule"; then
+    cat "$ISOLATION_OUT/regression.diffs" >&2 || true
+    echo "isolation tests failed; outputs in $ISOLATION_OUT" >&2
+    exit 1
+fi
+rm -rf "$ISOLATION_OUT"
+
+log "concurrency storm (pgbench, commit order checked)"
+"$ROOT/tests/concurrency/run.sh"
 
 log "all tests passed"
