@@ -7,6 +7,7 @@
 pub mod approval;
 pub mod error;
 pub mod fmgr;
+pub mod heap;
 pub mod labelset;
 pub mod labelset_gin;
 pub mod refusal;

@@ -1,8 +1,9 @@
 //! Enforcement on the way in: opening a run, and every step of the trail.
 //!
 //! `pgl_steps_insert` (BEFORE INSERT FOR EACH ROW on `pg_labels.steps`) does, for every step:
-//! lock the run's row (`FOR NO KEY UPDATE`, held to commit, so concurrent writers to one run are
-//! serialized and every check reads the labels the last committed step left), unite the step's
+//! lock the run's row (as `FOR NO KEY UPDATE` does, held to commit, so concurrent writers to one
+//! run are serialized and every check reads the labels the last committed step left; see
+//! [`crate::heap`]), unite the step's
 //! labels into the run's, judge `tool_called` and `gate_decided` steps by
 //! [`pg_labels_core::rules::judge`], and write the verdict into the row. A refused tool call
 //! raises its rule's error; a gate decision is recorded instead.
@@ -11,19 +12,13 @@ use crate::approval::DECIDING;
 use crate::error::{Error, Result};
 use crate::fmgr::{datum_labelset, ret_labelset, FORMAT_VERSION};
 use crate::refusal::{self, FOREIGN_KEY_VIOLATION, INSUFFICIENT_PRIVILEGE};
+use crate::heap;
 use crate::spi::{self, as_owner, current_user_name, datum_bytes, result_datum, with_spi, SavedPlan};
 use crate::sql_function;
 use pg_labels_core::rules::{self, Decision, Effect, ToolFacts, Verdict};
 use pg_labels_core::{label, labelset, scope, LabelSet};
 use pgrx::pg_sys::{self, Datum, Oid};
 use std::ffi::CStr;
-
-static LOCK_RUN: SavedPlan = SavedPlan::new(
-    c"SELECT r.scope, r.labels, t.effect, t.trusted_output
-        FROM pg_labels.runs r LEFT JOIN pg_labels.tools t ON t.name = $2
-       WHERE r.id = $1
-         FOR NO KEY UPDATE OF r",
-);
 
 static GROW_LABELS: SavedPlan = SavedPlan::new(c"UPDATE pg_labels.runs SET labels = $2 WHERE id = $1");
 
@@ -78,6 +73,10 @@ impl Row {
 
     pub unsafe fn op(&self) -> u32 {
         unsafe { self.event() & pg_sys::TRIGGER_EVENT_OPMASK }
+    }
+
+    pub unsafe fn namespace(&self) -> Oid {
+        unsafe { (*(*(*self.td).tg_relation).rd_rel).relnamespace }
     }
 
     pub unsafe fn owner(&self) -> Oid {
@@ -218,37 +217,40 @@ sql_function! {
         }
 
         let judged_kind = kind == "tool_called" || kind == "gate_decided";
-        let j = as_owner(row.owner(), || with_spi(|| {
-            let n = LOCK_RUN.execute(&[pg_sys::UUIDOID, pg_sys::TEXTOID], &[Some(run_id), tool_d], false, 1)?;
-            if n == 0 {
-                return Err(Error::new(FOREIGN_KEY_VIOLATION, format!("run {} does not exist", uuid_text(run_id)))
-                    .detail("Every step belongs to a run of pg_labels.runs.")
-                    .constraint("steps_run_id_fkey")
-                    .table("pg_labels", "steps"));
-            }
-            let run_scope = scope_path(result_datum(0, 1).ok_or_else(|| Error::corrupt("scope"))?)?;
-            let run_labels = datum_labelset(result_datum(0, 2).ok_or_else(|| Error::corrupt("labelset"))?)?;
-            let effect = result_datum(0, 3).map(text_of);
-            let trusted_output = result_datum(0, 4).map(|d| d.value() != 0);
+        let namespace = row.namespace();
+        // Lock the run (serializing writers to it) and read what it carries; read the tool.
+        let run = heap::lock_run(namespace, run_id)?.ok_or_else(|| {
+            Error::new(FOREIGN_KEY_VIOLATION, format!("run {} does not exist", uuid_text(run_id)))
+                .detail("Every step belongs to a run of pg_labels.runs.")
+                .constraint("steps_run_id_fkey")
+                .table("pg_labels", "steps")
+        })?;
+        let tool_entry = match tool_d {
+            Some(name) => heap::tool(namespace, name)?,
+            None => None,
+        };
 
-            // A result of a tool whose output is not trusted came from outside.
-            let mut own_labels = None;
-            if kind == "tool_result" && trusted_output != Some(true) {
-                let mut entry = vec![label::ORIGIN];
-                entry.extend_from_slice(b"tool");
-                let tool_origin = labelset::from_entries(vec![entry]);
-                let with = step_labels.union(LabelSet::from_canonical(&tool_origin));
-                if with != step_labels.body() {
-                    own_labels = Some(with);
-                }
+        // A result of a tool whose output is not trusted came from outside.
+        let mut own_labels = None;
+        if kind == "tool_result" && !tool_entry.as_ref().is_some_and(|t| t.trusted_output) {
+            let mut entry = vec![label::ORIGIN];
+            entry.extend_from_slice(b"tool");
+            let tool_origin = labelset::from_entries(vec![entry]);
+            let with = step_labels.union(LabelSet::from_canonical(&tool_origin));
+            if with != step_labels.body() {
+                own_labels = Some(with);
             }
-            let own = own_labels.as_deref().map(LabelSet::from_canonical).unwrap_or(step_labels);
-            let carried_body = run_labels.union(own);
-            let carried = LabelSet::from_canonical(&carried_body);
+        }
+        let own = own_labels.as_deref().map(LabelSet::from_canonical).unwrap_or(step_labels);
+        let run_labels = LabelSet::from_canonical(&run.labels);
+        let carried_body = run_labels.union(own);
+        let carried = LabelSet::from_canonical(&carried_body);
 
-            let verdict = if judged_kind {
-                let facts = effect.as_deref().and_then(Effect::parse).map(|effect| ToolFacts { effect });
-                Some(rules::judge(&run_scope, carried, tool.as_deref(), facts, || {
+        let effect = tool_entry.as_ref().map(|t| t.effect.clone());
+        let verdict = if judged_kind {
+            let facts = effect.as_deref().and_then(Effect::parse).map(|effect| ToolFacts { effect });
+            Some(rules::judge(&run.scope, carried, tool.as_deref(), facts, || {
+                as_owner(row.owner(), || with_spi(|| {
                     let n = FIND_APPROVAL.execute(
                         &[pg_sys::UUIDOID, pg_sys::TEXTOID, pg_sys::JSONBOID],
                         &[Some(run_id), tool_d, row.get(c_args)],
@@ -256,17 +258,19 @@ sql_function! {
                         1,
                     )?;
                     Ok(if n == 0 { None } else { result_datum(0, 1).map(|d| d.value() as i64) })
-                })?)
-            } else {
-                None
-            };
+                }))
+            })?)
+        } else {
+            None
+        };
 
-            // Labels accumulate: the run now carries what this step brought.
-            if carried_body != run_labels.body() {
-                GROW_LABELS.execute(&[pg_sys::UUIDOID, labelset_type], &[Some(run_id), Some(ret_labelset(&carried_body)?)], false, 0)?;
-            }
-            Ok(Judged { run_scope, own_labels, verdict, effect })
-        }))?;
+        // Labels accumulate: the run now carries what this step brought.
+        if carried_body != run.labels {
+            as_owner(row.owner(), || with_spi(|| {
+                GROW_LABELS.execute(&[pg_sys::UUIDOID, labelset_type], &[Some(run_id), Some(ret_labelset(&carried_body)?)], false, 0)
+            }))?;
+        }
+        let j = Judged { run_scope: run.scope, own_labels, verdict, effect };
 
         let mut changes: Vec<(i32, Option<Datum>)> = vec![(c_actor, Some(spi::text_datum(&actor)?))];
         if let Some(own) = &j.own_labels {
