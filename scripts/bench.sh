@@ -22,13 +22,22 @@ fi
 if [ "$what" = all ] || [ "$what" = trail ]; then
     psql_q -c "DROP DATABASE IF EXISTS bench_trail" -c "CREATE DATABASE bench_trail"
     psql_q -d bench_trail -c "CREATE EXTENSION pg_labels" -f "$ROOT/bench/trail_setup.sql"
+    # Same conditions for every run: no autovacuum in the middle of one, and each starts after a
+    # VACUUM (which also empties the GIN pending lists).
+    for t in pg_labels.steps pg_labels.runs bench_plain.steps bench_plpgsql.steps bench_plpgsql.runs; do
+        psql_q -d bench_trail -c "ALTER TABLE $t SET (autovacuum_enabled = off)"
+    done
     seconds=${TRAIL_SECONDS:-10}
     rounds=${TRAIL_ROUNDS:-3}
     log "trail: tool_called inserts, pgbench -M prepared, $rounds rounds of ${seconds}s per variant, variants interleaved"
     declare -A runs
     for clients in 1 2; do
         for round in $(seq "$rounds"); do
-            for v in labels plain plpgsql; do
+            # rotate the order from round to round
+            order=(labels plain plpgsql)
+            order=("${order[@]:$((round % 3))}" "${order[@]:0:$((round % 3))}")
+            for v in "${order[@]}"; do
+                psql_q -d bench_trail -c "VACUUM pg_labels.steps, pg_labels.runs, bench_plain.steps, bench_plpgsql.steps, bench_plpgsql.runs"
                 tps=$("$PGBIN/pgbench" -n -M prepared -c "$clients" -j "$clients" -T "$seconds" \
                         -f "$ROOT/bench/trail_$v.sql" bench_trail 2>&1 | awk '/^tps/ { print $3 }')
                 runs[$clients,$v]="${runs[$clients,$v]:-} $tps"

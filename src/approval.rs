@@ -8,7 +8,10 @@
 use crate::error::{Error, Result};
 use crate::fmgr::{arg, arg_is_null};
 use crate::refusal::{FOREIGN_KEY_VIOLATION, INSUFFICIENT_PRIVILEGE};
-use crate::spi::{as_owner, current_user_name, datum_bytes, result_datum, with_flag, with_spi, BackendLocal, SavedPlan};
+use crate::spi::{
+    as_owner, current_user_name, datum_bytes, result_datum, with_flag, with_spi, BackendLocal,
+    SavedPlan,
+};
 use crate::sql_function;
 use pgrx::pg_sys::{self, Datum, Oid};
 
@@ -29,15 +32,18 @@ static DECIDE: SavedPlan = SavedPlan::new(
       RETURNING id",
 );
 
-static STEPS_OWNER: SavedPlan =
-    SavedPlan::new(c"SELECT relowner FROM pg_catalog.pg_class WHERE oid = 'pg_labels.steps'::regclass");
+static STEPS_OWNER: SavedPlan = SavedPlan::new(
+    c"SELECT relowner FROM pg_catalog.pg_class WHERE oid = 'pg_labels.steps'::regclass",
+);
 
 /// The owner of the platform tables.
 pub(crate) unsafe fn platform_owner() -> Result<Oid> {
     unsafe {
         with_spi(|| {
             STEPS_OWNER.execute(&[], &[], true, 1)?;
-            Ok(result_datum(0, 1).map(|d| Oid::from(d.value() as u32)).unwrap_or(Oid::INVALID))
+            Ok(result_datum(0, 1)
+                .map(|d| Oid::from(d.value() as u32))
+                .unwrap_or(Oid::INVALID))
         })
     }
 }
@@ -105,4 +111,3 @@ sql_function! {
         Ok(Datum::from(id))
     }
 }
-

@@ -8,7 +8,7 @@
 
 use crate::error::{Error, Result};
 use crate::fmgr::{datum_labelset, varlena_bytes, FORMAT_VERSION};
-use crate::spi::BackendLocal;
+use crate::spi::{BackendLocal, Columns};
 use pgrx::pg_sys::{self, Datum, Oid};
 use std::ffi::CStr;
 
@@ -32,8 +32,11 @@ static RELS: BackendLocal<Rels> = BackendLocal::new(Rels {
 });
 
 fn missing(what: &str) -> Error {
-    Error::new(*b"55000", format!("pg_labels: relation pg_labels.{what} is missing"))
-        .hint("Reinstall the extension: DROP EXTENSION pg_labels; CREATE EXTENSION pg_labels;")
+    Error::new(
+        *b"55000",
+        format!("pg_labels: relation pg_labels.{what} is missing"),
+    )
+    .hint("Reinstall the extension: DROP EXTENSION pg_labels; CREATE EXTENSION pg_labels;")
 }
 
 unsafe fn lookup(namespace: Oid) -> Result<Rels> {
@@ -56,12 +59,23 @@ unsafe fn lookup(namespace: Oid) -> Result<Rels> {
         if tools == Oid::INVALID {
             return Err(missing("tools"));
         }
-        Ok(Rels { namespace, runs, runs_pkey: pkey(runs, "runs")?, tools, tools_pkey: pkey(tools, "tools")? })
+        Ok(Rels {
+            namespace,
+            runs,
+            runs_pkey: pkey(runs, "runs")?,
+            tools,
+            tools_pkey: pkey(tools, "tools")?,
+        })
     }
 }
 
 /// Open `oid` if it is still the relation `name` of the namespace.
-unsafe fn open_checked(oid: Oid, name: &CStr, namespace: Oid, lock: u32) -> Option<pg_sys::Relation> {
+unsafe fn open_checked(
+    oid: Oid,
+    name: &CStr,
+    namespace: Oid,
+    lock: u32,
+) -> Option<pg_sys::Relation> {
     unsafe {
         if oid == Oid::INVALID {
             return None;
@@ -84,7 +98,13 @@ unsafe fn open_checked(oid: Oid, name: &CStr, namespace: Oid, lock: u32) -> Opti
 unsafe fn open(namespace: Oid, which: &CStr, lock: u32) -> Result<(pg_sys::Relation, Oid)> {
     unsafe {
         let cached = *RELS.get();
-        let pick = |r: &Rels| if which == c"runs" { (r.runs, r.runs_pkey) } else { (r.tools, r.tools_pkey) };
+        let pick = |r: &Rels| {
+            if which == c"runs" {
+                (r.runs, r.runs_pkey)
+            } else {
+                (r.tools, r.tools_pkey)
+            }
+        };
         if cached.namespace == namespace {
             let (oid, pk) = pick(&cached);
             if let Some(rel) = open_checked(oid, which, namespace, lock) {
@@ -101,29 +121,27 @@ unsafe fn open(namespace: Oid, which: &CStr, lock: u32) -> Result<(pg_sys::Relat
     }
 }
 
-/// Column number (1-based) of `name` in a relation.
-unsafe fn attnum(rel: pg_sys::Relation, name: &CStr) -> Result<usize> {
-    unsafe {
-        let n = pg_sys::SPI_fnumber((*rel).rd_att, name.as_ptr());
-        if n <= 0 {
-            return Err(Error::new(*b"55000", format!("pg_labels: column {} is missing", name.to_string_lossy())));
-        }
-        Ok(n as usize)
-    }
-}
+static RUN_COLUMNS: Columns<2> = Columns::new([c"scope", c"labels"]);
+static TOOL_COLUMNS: Columns<2> = Columns::new([c"effect", c"trusted_output"]);
 
 /// One index probe by equality on the first key column; calls `found` with the slot holding
 /// the visible row, if any, and returns what it returns.
+/// `latest`: look with a new snapshot rather than the statement's.
 unsafe fn probe<T>(
     rel: pg_sys::Relation,
     index: Oid,
     key: Datum,
     eq_proc: u32,
+    latest: bool,
     found: impl FnOnce(*mut pg_sys::TupleTableSlot, pg_sys::Snapshot) -> Result<T>,
 ) -> Result<Option<T>> {
     unsafe {
         let idx = pg_sys::index_open(index, pg_sys::AccessShareLock as i32);
-        let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
+        let snapshot = pg_sys::RegisterSnapshot(if latest {
+            pg_sys::GetLatestSnapshot()
+        } else {
+            pg_sys::GetActiveSnapshot()
+        });
         let mut skey = pg_sys::ScanKeyData::default();
         pg_sys::ScanKeyEntryInitialize(
             &mut skey,
@@ -138,9 +156,14 @@ unsafe fn probe<T>(
         let slot = pg_sys::table_slot_create(rel, std::ptr::null_mut());
         let scan = pg_sys::index_beginscan(rel, idx, snapshot, 1, 0);
         pg_sys::index_rescan(scan, &mut skey, 1, std::ptr::null_mut(), 0);
-        let hit = pg_sys::index_getnext_slot(scan, pg_sys::ScanDirection::ForwardScanDirection, slot);
+        let hit =
+            pg_sys::index_getnext_slot(scan, pg_sys::ScanDirection::ForwardScanDirection, slot);
         pg_sys::index_endscan(scan);
-        let out = if hit { Some(found(slot, snapshot)) } else { None };
+        let out = if hit {
+            Some(found(slot, snapshot))
+        } else {
+            None
+        };
         pg_sys::ExecDropSingleTupleTableSlot(slot);
         pg_sys::UnregisterSnapshot(snapshot);
         pg_sys::index_close(idx, pg_sys::NoLock as i32);
@@ -174,44 +197,58 @@ pub struct LockedRun {
 pub unsafe fn lock_run(namespace: Oid, run_id: Datum) -> Result<Option<LockedRun>> {
     unsafe {
         let (rel, pkey) = open(namespace, c"runs", pg_sys::RowShareLock)?;
-        let (c_scope, c_labels) = (attnum(rel, c"scope")?, attnum(rel, c"labels")?);
-        let run = probe(rel, pkey, run_id, pg_sys::F_UUID_EQ, |slot, snapshot| {
-            let mut tid = (*slot).tts_tid;
-            let mut tmfd = pg_sys::TM_FailureData::default();
-            let lock = (*(*rel).rd_tableam).tuple_lock.ok_or_else(|| missing("runs (table access method)"))?;
-            let cid = pg_sys::GetCurrentCommandId(false);
-            let result = pg_sys::ffi::pg_guard_ffi_boundary(|| {
-                lock(
-                    rel,
-                    &mut tid,
-                    snapshot,
-                    slot,
-                    cid,
-                    pg_sys::LockTupleMode::LockTupleNoKeyExclusive,
-                    pg_sys::LockWaitPolicy::LockWaitBlock,
-                    pg_sys::TUPLE_LOCK_FLAG_FIND_LAST_VERSION as u8,
-                    &mut tmfd,
-                )
-            });
-            match result {
-                pg_sys::TM_Result::TM_Ok | pg_sys::TM_Result::TM_SelfModified => {}
-                _ => {
-                    return Err(Error::new(*b"40001", "could not serialize access to a run being changed concurrently")
+        let [c_scope, c_labels] = RUN_COLUMNS
+            .of((*rel).rd_id, (*rel).rd_att)?
+            .map(|c| c as usize);
+        let run = probe(
+            rel,
+            pkey,
+            run_id,
+            pg_sys::F_UUID_EQ,
+            true,
+            |slot, snapshot| {
+                let mut tid = (*slot).tts_tid;
+                let mut tmfd = pg_sys::TM_FailureData::default();
+                let lock = (*(*rel).rd_tableam)
+                    .tuple_lock
+                    .ok_or_else(|| missing("runs (table access method)"))?;
+                let cid = pg_sys::GetCurrentCommandId(false);
+                let result = pg_sys::ffi::pg_guard_ffi_boundary(|| {
+                    lock(
+                        rel,
+                        &mut tid,
+                        snapshot,
+                        slot,
+                        cid,
+                        pg_sys::LockTupleMode::LockTupleNoKeyExclusive,
+                        pg_sys::LockWaitPolicy::LockWaitBlock,
+                        pg_sys::TUPLE_LOCK_FLAG_FIND_LAST_VERSION as u8,
+                        &mut tmfd,
+                    )
+                });
+                match result {
+                    pg_sys::TM_Result::TM_Ok | pg_sys::TM_Result::TM_SelfModified => {}
+                    _ => {
+                        return Err(Error::new(
+                            *b"40001",
+                            "could not serialize access to a run being changed concurrently",
+                        )
                         .detail("The run was deleted or moved while this step waited for it.")
                         .hint("Retry the transaction."))
+                    }
                 }
-            }
-            let scope = slot_value(slot, c_scope).map(|d| varlena_bytes(d.cast_mut_ptr()));
-            let scope = match scope.and_then(|b| b.split_first()) {
-                Some((&FORMAT_VERSION, path)) => path.to_vec(),
-                _ => return Err(Error::corrupt("scope")),
-            };
-            let labels = match slot_value(slot, c_labels) {
-                Some(d) => datum_labelset(d)?.body().to_vec(),
-                None => Vec::new(),
-            };
-            Ok(LockedRun { scope, labels })
-        });
+                let scope = slot_value(slot, c_scope).map(|d| varlena_bytes(d.cast_mut_ptr()));
+                let scope = match scope.and_then(|b| b.split_first()) {
+                    Some((&FORMAT_VERSION, path)) => path.to_vec(),
+                    _ => return Err(Error::corrupt("scope")),
+                };
+                let labels = match slot_value(slot, c_labels) {
+                    Some(d) => datum_labelset(d)?.body().to_vec(),
+                    None => Vec::new(),
+                };
+                Ok(LockedRun { scope, labels })
+            },
+        );
         pg_sys::table_close(rel, pg_sys::NoLock as i32);
         run
     }
@@ -227,13 +264,20 @@ pub struct Tool {
 pub unsafe fn tool(namespace: Oid, name: Datum) -> Result<Option<Tool>> {
     unsafe {
         let (rel, pkey) = open(namespace, c"tools", pg_sys::AccessShareLock)?;
-        let (c_effect, c_trusted) = (attnum(rel, c"effect")?, attnum(rel, c"trusted_output")?);
-        let t = probe(rel, pkey, name, pg_sys::F_TEXTEQ, |slot, _| {
+        let [c_effect, c_trusted] = TOOL_COLUMNS
+            .of((*rel).rd_id, (*rel).rd_att)?
+            .map(|c| c as usize);
+        let t = probe(rel, pkey, name, pg_sys::F_TEXTEQ, false, |slot, _| {
             let effect = slot_value(slot, c_effect)
                 .map(|d| String::from_utf8_lossy(varlena_bytes(d.cast_mut_ptr())).into_owned())
                 .unwrap_or_default();
-            let trusted_output = slot_value(slot, c_trusted).map(|d| d.value() != 0).unwrap_or(false);
-            Ok(Tool { effect, trusted_output })
+            let trusted_output = slot_value(slot, c_trusted)
+                .map(|d| d.value() != 0)
+                .unwrap_or(false);
+            Ok(Tool {
+                effect,
+                trusted_output,
+            })
         });
         pg_sys::table_close(rel, pg_sys::NoLock as i32);
         t

@@ -22,7 +22,11 @@ pub mod trail;
 
 // The whole SQL surface is written by hand, grouped by kind, in these files.
 ::pgrx::extension_sql_file!("../sql/types.sql", name = "types", bootstrap);
-::pgrx::extension_sql_file!("../sql/platform.sql", name = "platform", requires = ["types"]);
+::pgrx::extension_sql_file!(
+    "../sql/platform.sql",
+    name = "platform",
+    requires = ["types"]
+);
 
 #[cfg(any(test, feature = "pg_test"))]
 #[pgrx::pg_schema]

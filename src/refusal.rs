@@ -29,7 +29,13 @@ fn text(body: &[u8]) -> String {
 }
 
 /// The error for a tool call refused by `verdict` (whose decision is block or ask).
-pub fn tool_call(run: &str, run_scope: &[u8], tool: Option<&str>, effect: Option<&str>, v: &Verdict) -> Error {
+pub fn tool_call(
+    run: &str,
+    run_scope: &[u8],
+    tool: Option<&str>,
+    effect: Option<&str>,
+    v: &Verdict,
+) -> Error {
     let scope = scope::to_text(run_scope);
     let tool = tool.unwrap_or("(none)");
     let rule = v.rule.unwrap_or(Rule::DataBarrier);
@@ -93,7 +99,12 @@ pub fn tool_call(run: &str, run_scope: &[u8], tool: Option<&str>, effect: Option
 }
 
 /// A run that is not even opened: its initial labels, or its listener's scope, escape it.
-pub fn run_not_opened(run: &str, run_scope: &[u8], escaping: &[u8], listener: Option<(i64, &[u8])>) -> Error {
+pub fn run_not_opened(
+    run: &str,
+    run_scope: &[u8],
+    escaping: &[u8],
+    listener: Option<(i64, &[u8])>,
+) -> Error {
     let scope = scope::to_text(run_scope);
     let detail = match listener {
         Some((id, ls)) => format!(

@@ -1,9 +1,9 @@
 //! Retention: the one deliberate way rows leave the trail.
 
 use crate::approval::platform_owner;
+use crate::fmgr::arg;
 use crate::spi::{as_owner, with_flag, with_spi, BackendLocal, SavedPlan};
 use crate::sql_function;
-use crate::fmgr::arg;
 use pgrx::pg_sys::{self, Datum};
 
 /// Raised while `pg_labels.purge()` deletes; the seal triggers let its deletes through.

@@ -16,7 +16,9 @@ use std::ffi::CStr;
 unsafe fn table_name(row: &Row) -> String {
     unsafe {
         let rel = (*row.td).tg_relation;
-        CStr::from_ptr((*(*rel).rd_rel).relname.data.as_ptr()).to_string_lossy().into_owned()
+        CStr::from_ptr((*(*rel).rd_rel).relname.data.as_ptr())
+            .to_string_lossy()
+            .into_owned()
     }
 }
 
@@ -30,7 +32,10 @@ unsafe fn describe(row: &Row, tuple: pg_sys::HeapTuple) -> String {
                 value(c"id").map(|d| d.value() as i64).unwrap_or_default(),
                 value(c"run_id").map(|d| uuid_text(d)).unwrap_or_default()
             ),
-            "runs" => format!("Run {}.", value(c"id").map(|d| uuid_text(d)).unwrap_or_default()),
+            "runs" => format!(
+                "Run {}.",
+                value(c"id").map(|d| uuid_text(d)).unwrap_or_default()
+            ),
             t => format!("A row of pg_labels.{t}."),
         }
     }
@@ -136,4 +141,3 @@ fn scope_text(d: Datum) -> String {
         None => String::new(),
     }
 }
-

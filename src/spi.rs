@@ -31,17 +31,18 @@ impl<T> BackendLocal<T> {
     }
 }
 
-/// A query prepared once per backend.
+/// A query prepared once per backend (again if its argument types change: a type of the
+/// extension gets a new OID when the extension is created again).
 pub struct SavedPlan {
     sql: &'static CStr,
-    plan: BackendLocal<pg_sys::SPIPlanPtr>,
+    plan: BackendLocal<(pg_sys::SPIPlanPtr, Vec<Oid>)>,
 }
 
 impl SavedPlan {
     pub const fn new(sql: &'static CStr) -> Self {
         SavedPlan {
             sql,
-            plan: BackendLocal::new(std::ptr::null_mut()),
+            plan: BackendLocal::new((std::ptr::null_mut(), Vec::new())),
         }
     }
 
@@ -55,19 +56,39 @@ impl SavedPlan {
         limit: i64,
     ) -> Result<u64> {
         unsafe {
-            let plan = self.plan.get();
-            if plan.is_null() {
-                let p = pg_sys::SPI_prepare(self.sql.as_ptr(), types.len() as i32, types.as_ptr() as *mut Oid);
+            let (plan, planned_types) = self.plan.get();
+            if plan.is_null() || planned_types.as_slice() != types {
+                if !plan.is_null() {
+                    pg_sys::SPI_freeplan(*plan);
+                    *plan = std::ptr::null_mut();
+                }
+                let p = pg_sys::SPI_prepare(
+                    self.sql.as_ptr(),
+                    types.len() as i32,
+                    types.as_ptr() as *mut Oid,
+                );
                 if p.is_null() {
                     return Err(spi_error("prepare", pg_sys::SPI_result));
                 }
                 pg_sys::SPI_keepplan(p);
                 *plan = p;
+                *planned_types = types.to_vec();
             }
-            let mut values: Vec<Datum> = args.iter().map(|a| a.unwrap_or(Datum::from(0usize))).collect();
-            let nulls: Vec<std::ffi::c_char> =
-                args.iter().map(|a| if a.is_some() { b' ' } else { b'n' } as std::ffi::c_char).collect();
-            let rc = pg_sys::SPI_execute_plan(*plan, values.as_mut_ptr(), nulls.as_ptr(), read_only, limit as _);
+            let mut values: Vec<Datum> = args
+                .iter()
+                .map(|a| a.unwrap_or(Datum::from(0usize)))
+                .collect();
+            let nulls: Vec<std::ffi::c_char> = args
+                .iter()
+                .map(|a| if a.is_some() { b' ' } else { b'n' } as std::ffi::c_char)
+                .collect();
+            let rc = pg_sys::SPI_execute_plan(
+                *plan,
+                values.as_mut_ptr(),
+                nulls.as_ptr(),
+                read_only,
+                limit as _,
+            );
             if rc < 0 {
                 return Err(spi_error("execute", rc));
             }
@@ -102,7 +123,12 @@ pub unsafe fn result_datum(row: u64, col: i32) -> Option<Datum> {
     unsafe {
         let tt = pg_sys::SPI_tuptable;
         let mut isnull = false;
-        let d = pg_sys::SPI_getbinval(*(*tt).vals.add(row as usize), (*tt).tupdesc, col, &mut isnull);
+        let d = pg_sys::SPI_getbinval(
+            *(*tt).vals.add(row as usize),
+            (*tt).tupdesc,
+            col,
+            &mut isnull,
+        );
         if isnull {
             None
         } else {
@@ -120,7 +146,9 @@ pub unsafe fn as_owner<T>(owner: Oid, f: impl FnOnce() -> T) -> T {
         pg_sys::GetUserIdAndSecContext(&mut saved_user, &mut saved_ctx);
         pg_sys::SetUserIdAndSecContext(
             owner,
-            saved_ctx | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32 | pg_sys::SECURITY_NOFORCE_RLS as i32,
+            saved_ctx
+                | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32
+                | pg_sys::SECURITY_NOFORCE_RLS as i32,
         );
         struct Restore(Oid, i32);
         impl Drop for Restore {
@@ -185,5 +213,54 @@ pub fn with_flag<F: Default, T>(flag: &BackendLocal<F>, raised: F, f: impl FnOnc
     match out {
         Ok(v) => v,
         Err(e) => std::panic::resume_unwind(e),
+    }
+}
+
+/// Column numbers of a relation, resolved by name once per backend and checked by name on every
+/// use (a column dropped and added again moves; a cache keyed by relation alone would not see it).
+pub struct Columns<const N: usize> {
+    names: [&'static CStr; N],
+    cache: BackendLocal<(Oid, [i32; N])>,
+}
+
+impl<const N: usize> Columns<N> {
+    pub const fn new(names: [&'static CStr; N]) -> Self {
+        Columns {
+            names,
+            cache: BackendLocal::new((Oid::INVALID, [0; N])),
+        }
+    }
+
+    /// The 1-based numbers of the columns, in the order of `names`.
+    pub unsafe fn of(&self, relid: Oid, desc: pg_sys::TupleDesc) -> Result<[i32; N]> {
+        unsafe {
+            let (cached_rel, cols) = *self.cache.get();
+            let natts = (*desc).natts;
+            let named = |n: i32, name: &CStr| {
+                n >= 1 && n <= natts && {
+                    let a = &*(*desc).attrs.as_ptr().add(n as usize - 1);
+                    !a.attisdropped && CStr::from_ptr(a.attname.data.as_ptr()) == name
+                }
+            };
+            if cached_rel == relid && cols.iter().zip(self.names).all(|(&n, name)| named(n, name)) {
+                return Ok(cols);
+            }
+            let mut fresh = [0; N];
+            for (slot, name) in fresh.iter_mut().zip(self.names) {
+                let n = pg_sys::SPI_fnumber(desc, name.as_ptr());
+                if n <= 0 {
+                    return Err(Error::new(
+                        *b"55000",
+                        format!(
+                            "pg_labels: the table has no column {}",
+                            name.to_string_lossy()
+                        ),
+                    ));
+                }
+                *slot = n;
+            }
+            *self.cache.get() = (relid, fresh);
+            Ok(fresh)
+        }
     }
 }

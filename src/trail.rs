@@ -11,16 +11,32 @@
 use crate::approval::DECIDING;
 use crate::error::{Error, Result};
 use crate::fmgr::{datum_labelset, ret_labelset, FORMAT_VERSION};
-use crate::refusal::{self, FOREIGN_KEY_VIOLATION, INSUFFICIENT_PRIVILEGE};
 use crate::heap;
-use crate::spi::{self, as_owner, current_user_name, datum_bytes, result_datum, with_spi, SavedPlan};
+use crate::refusal::{self, FOREIGN_KEY_VIOLATION, INSUFFICIENT_PRIVILEGE};
+use crate::spi::{
+    self, as_owner, current_user_name, datum_bytes, result_datum, with_spi, Columns, SavedPlan,
+};
 use crate::sql_function;
 use pg_labels_core::rules::{self, Decision, Effect, ToolFacts, Verdict};
 use pg_labels_core::{label, labelset, scope, LabelSet};
 use pgrx::pg_sys::{self, Datum, Oid};
 use std::ffi::CStr;
 
-static GROW_LABELS: SavedPlan = SavedPlan::new(c"UPDATE pg_labels.runs SET labels = $2 WHERE id = $1");
+static STEP_COLUMNS: Columns<10> = Columns::new([
+    c"run_id",
+    c"kind",
+    c"tool",
+    c"labels",
+    c"args",
+    c"decision",
+    c"rule",
+    c"reason",
+    c"request_id",
+    c"actor",
+]);
+
+static GROW_LABELS: SavedPlan =
+    SavedPlan::new(c"UPDATE pg_labels.runs SET labels = $2 WHERE id = $1");
 
 /// An unused, granted approval of exactly this call (same run, tool and arguments).
 static FIND_APPROVAL: SavedPlan = SavedPlan::new(
@@ -35,7 +51,8 @@ static FIND_APPROVAL: SavedPlan = SavedPlan::new(
        LIMIT 1",
 );
 
-static LISTENER_SCOPE: SavedPlan = SavedPlan::new(c"SELECT scope FROM pg_labels.listeners WHERE id = $1");
+static LISTENER_SCOPE: SavedPlan =
+    SavedPlan::new(c"SELECT scope FROM pg_labels.listeners WHERE id = $1");
 
 /// The row a row-level trigger was fired for, with its relation.
 pub(crate) struct Row {
@@ -52,11 +69,18 @@ impl Row {
         unsafe {
             let ctx = (*fc).context;
             if ctx.is_null() || (*ctx).type_ != pg_sys::NodeTag::T_TriggerData {
-                return Err(Error::new(TRIGGER_PROTOCOL, format!("{name} must be called as a trigger")));
+                return Err(Error::new(
+                    TRIGGER_PROTOCOL,
+                    format!("{name} must be called as a trigger"),
+                ));
             }
             let td = ctx as *mut pg_sys::TriggerData;
             let rel = (*td).tg_relation;
-            Ok(Row { td, desc: (*rel).rd_att, tuple: (*td).tg_trigtuple })
+            Ok(Row {
+                td,
+                desc: (*rel).rd_att,
+                tuple: (*td).tg_trigtuple,
+            })
         }
     }
 
@@ -90,7 +114,10 @@ impl Row {
             if n <= 0 {
                 return Err(Error::new(
                     TRIGGER_PROTOCOL,
-                    format!("pg_labels trigger on a table without column {}", name.to_string_lossy()),
+                    format!(
+                        "pg_labels trigger on a table without column {}",
+                        name.to_string_lossy()
+                    ),
                 ));
             }
             Ok(n)
@@ -114,6 +141,28 @@ impl Row {
         unsafe { self.get_in(self.tuple, col) }
     }
 
+    pub unsafe fn relid(&self) -> Oid {
+        unsafe { (*(*self.td).tg_relation).rd_id }
+    }
+
+    /// All the columns of the row, read in one pass.
+    pub unsafe fn deform(&self) -> Deformed {
+        unsafe {
+            let n = (*self.desc).natts as usize;
+            let mut d = Deformed {
+                values: vec![Datum::from(0usize); n],
+                nulls: vec![true; n],
+            };
+            pg_sys::heap_deform_tuple(
+                self.tuple,
+                self.desc,
+                d.values.as_mut_ptr(),
+                d.nulls.as_mut_ptr(),
+            );
+            d
+        }
+    }
+
     pub unsafe fn attr(&self, col: i32) -> &pg_sys::FormData_pg_attribute {
         unsafe { &*(*self.desc).attrs.as_ptr().add(col as usize - 1) }
     }
@@ -122,7 +171,10 @@ impl Row {
     pub unsafe fn modified(&self, changes: &[(i32, Option<Datum>)]) -> Datum {
         unsafe {
             let mut cols: Vec<i32> = changes.iter().map(|c| c.0).collect();
-            let mut values: Vec<Datum> = changes.iter().map(|c| c.1.unwrap_or(Datum::from(0usize))).collect();
+            let mut values: Vec<Datum> = changes
+                .iter()
+                .map(|c| c.1.unwrap_or(Datum::from(0usize)))
+                .collect();
             let mut nulls: Vec<bool> = changes.iter().map(|c| c.1.is_none()).collect();
             let t = pg_sys::heap_modify_tuple_by_cols(
                 self.tuple,
@@ -137,6 +189,23 @@ impl Row {
     }
 }
 
+/// A row's columns, deformed.
+pub(crate) struct Deformed {
+    values: Vec<Datum>,
+    nulls: Vec<bool>,
+}
+
+impl Deformed {
+    /// Column `col` (1-based), `None` when NULL.
+    pub fn get(&self, col: i32) -> Option<Datum> {
+        let i = (col as usize).checked_sub(1)?;
+        match self.nulls.get(i) {
+            Some(false) => self.values.get(i).copied(),
+            _ => None,
+        }
+    }
+}
+
 pub(crate) fn not_null(table: &str, column: &str) -> Error {
     Error::new(*b"23502", format!("null value in column \"{column}\" of relation \"{table}\" violates not-null constraint"))
         .table("pg_labels", table)
@@ -146,7 +215,14 @@ pub(crate) fn not_null(table: &str, column: &str) -> Error {
 pub(crate) unsafe fn uuid_text(d: Datum) -> String {
     let b = unsafe { std::slice::from_raw_parts(d.cast_mut_ptr::<u8>() as *const u8, 16) };
     let h: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", h[..4].concat(), h[4..6].concat(), h[6..8].concat(), h[8..10].concat(), h[10..].concat())
+    format!(
+        "{}-{}-{}-{}-{}",
+        h[..4].concat(),
+        h[4..6].concat(),
+        h[6..8].concat(),
+        h[8..10].concat(),
+        h[10..].concat()
+    )
 }
 
 /// A `scope` datum's path.
@@ -177,22 +253,16 @@ sql_function! {
         if !row.is_before_row() || row.op() != pg_sys::TRIGGER_EVENT_INSERT {
             return Err(Error::new(TRIGGER_PROTOCOL, "pg_labels.steps_insert() must fire BEFORE INSERT FOR EACH ROW"));
         }
-        let c_run = row.col(c"run_id")?;
-        let c_kind = row.col(c"kind")?;
-        let c_tool = row.col(c"tool")?;
-        let c_labels = row.col(c"labels")?;
-        let c_args = row.col(c"args")?;
-        let c_decision = row.col(c"decision")?;
-        let c_rule = row.col(c"rule")?;
-        let c_reason = row.col(c"reason")?;
-        let c_request = row.col(c"request_id")?;
-        let c_actor = row.col(c"actor")?;
+        let [c_run, c_kind, c_tool, c_labels, c_args, c_decision, c_rule, c_reason, c_request, c_actor] =
+            STEP_COLUMNS.of(row.relid(), row.desc)?;
+        let values = row.deform();
+        let get = |c: i32| values.get(c);
 
-        let run_id = row.get(c_run).ok_or_else(|| not_null("steps", "run_id"))?;
-        let kind = text_of(row.get(c_kind).ok_or_else(|| not_null("steps", "kind"))?);
-        let tool_d = row.get(c_tool);
+        let run_id = get(c_run).ok_or_else(|| not_null("steps", "run_id"))?;
+        let kind = text_of(get(c_kind).ok_or_else(|| not_null("steps", "kind"))?);
+        let tool_d = get(c_tool);
         let tool = tool_d.map(text_of);
-        let labels_d = row.get(c_labels).ok_or_else(|| not_null("steps", "labels"))?;
+        let labels_d = get(c_labels).ok_or_else(|| not_null("steps", "labels"))?;
         let step_labels = datum_labelset(labels_d)?;
         let labelset_type = row.attr(c_labels).atttypid;
 
@@ -200,7 +270,7 @@ sql_function! {
         // on behalf of the person deciding, and only by it.
         let mut actor = current_user_name();
         if kind == "approval_decided" {
-            let request = row.get(c_request).map(|d| d.value() as i64);
+            let request = get(c_request).map(|d| d.value() as i64);
             match &*DECIDING.get() {
                 Some((r, approver)) if Some(*r) == request => actor = approver.clone(),
                 _ => {
@@ -253,7 +323,7 @@ sql_function! {
                 as_owner(row.owner(), || with_spi(|| {
                     let n = FIND_APPROVAL.execute(
                         &[pg_sys::UUIDOID, pg_sys::TEXTOID, pg_sys::JSONBOID],
-                        &[Some(run_id), tool_d, row.get(c_args)],
+                        &[Some(run_id), tool_d, get(c_args)],
                         false,
                         1,
                     )?;

@@ -188,25 +188,45 @@ mod tests {
     use super::*;
     use crate::labelset;
 
-    fn run(scope_text: &str, labels: &str, tool: Option<(&str, Effect)>, approved: Option<i64>) -> Verdict {
+    fn run(
+        scope_text: &str,
+        labels: &str,
+        tool: Option<(&str, Effect)>,
+        approved: Option<i64>,
+    ) -> Verdict {
         let p = scope::parse(scope_text.as_bytes()).unwrap();
         let b = labelset::parse(labels.as_bytes()).unwrap();
         let (name, facts) = match tool {
             Some((n, e)) => (Some(n), Some(ToolFacts { effect: e })),
             None => (Some("ghost"), None),
         };
-        judge::<()>(&p, LabelSet::from_body(&b).unwrap(), name, facts, || Ok(approved)).unwrap()
+        judge::<()>(&p, LabelSet::from_body(&b).unwrap(), name, facts, || {
+            Ok(approved)
+        })
+        .unwrap()
     }
 
     #[test]
     fn seed_scenarios() {
         let read = Some(("tickets.read", Effect::Read));
         // the seed's table
-        assert_eq!(run("acme/platform", "{area:acme/platform}", read, None).decision, Decision::Allow);
-        assert_eq!(run("acme", "{area:acme/platform}", read, None).decision, Decision::Allow);
+        assert_eq!(
+            run("acme/platform", "{area:acme/platform}", read, None).decision,
+            Decision::Allow
+        );
+        assert_eq!(
+            run("acme", "{area:acme/platform}", read, None).decision,
+            Decision::Allow
+        );
         let v = run("acme/finance", "{area:acme/platform}", read, None);
-        assert_eq!((v.decision, v.rule), (Decision::Block, Some(Rule::DataBarrier)));
-        assert_eq!(LabelSet::from_body(&v.escaping).unwrap().to_text(), "{area:acme/platform}");
+        assert_eq!(
+            (v.decision, v.rule),
+            (Decision::Block, Some(Rule::DataBarrier))
+        );
+        assert_eq!(
+            LabelSet::from_body(&v.escaping).unwrap().to_text(),
+            "{area:acme/platform}"
+        );
         let v = run("globex/platform", "{area:acme/platform}", read, None);
         assert_eq!(v.rule, Some(Rule::DataBarrier));
     }
@@ -220,27 +240,55 @@ mod tests {
         // no approval makes an untrusted irreversible call acceptable
         for t in [refund, wipe] {
             let v = run("acme/x", untrusted, t, Some(7));
-            assert_eq!((v.decision, v.rule, v.approval), (Decision::Block, Some(Rule::UntrustedToIrreversible), None));
+            assert_eq!(
+                (v.decision, v.rule, v.approval),
+                (Decision::Block, Some(Rule::UntrustedToIrreversible), None)
+            );
         }
-        assert_eq!(run("acme/x", "{area:acme/x}", refund, None).decision, Decision::Allow);
+        assert_eq!(
+            run("acme/x", "{area:acme/x}", refund, None).decision,
+            Decision::Allow
+        );
         // reversible writes ask, unless approved
         let v = run("acme/x", untrusted, update, None);
-        assert_eq!((v.decision, v.rule), (Decision::Ask, Some(Rule::ApprovalRequired)));
+        assert_eq!(
+            (v.decision, v.rule),
+            (Decision::Ask, Some(Rule::ApprovalRequired))
+        );
         let v = run("acme/x", untrusted, update, Some(7));
         assert_eq!((v.decision, v.approval), (Decision::Allow, Some(7)));
-        assert_eq!(run("acme/x", "{area:acme/x}", update, None).decision, Decision::Allow);
+        assert_eq!(
+            run("acme/x", "{area:acme/x}", update, None).decision,
+            Decision::Allow
+        );
         // approvals never override the barrier
         let v = run("acme/y", untrusted, update, Some(7));
-        assert_eq!((v.decision, v.rule, v.approval), (Decision::Block, Some(Rule::DataBarrier), None));
+        assert_eq!(
+            (v.decision, v.rule, v.approval),
+            (Decision::Block, Some(Rule::DataBarrier), None)
+        );
         // unknown tools fail closed, after the barrier
         let v = run("acme/x", "{area:acme/x}", None, None);
-        assert_eq!((v.decision, v.rule), (Decision::Block, Some(Rule::UnknownTool)));
-        assert_eq!(run("acme/y", "{area:acme/x}", None, None).rule, Some(Rule::DataBarrier));
+        assert_eq!(
+            (v.decision, v.rule),
+            (Decision::Block, Some(Rule::UnknownTool))
+        );
+        assert_eq!(
+            run("acme/y", "{area:acme/x}", None, None).rule,
+            Some(Rule::DataBarrier)
+        );
         // the approval is only looked up when needed
         let p = scope::parse(b"acme").unwrap();
         let b = labelset::parse(b"{origin:slack}").unwrap();
-        let r = judge::<&str>(&p, LabelSet::from_body(&b).unwrap(), Some("r"), Some(ToolFacts { effect: Effect::Read }),
-            || Err("looked up"));
+        let r = judge::<&str>(
+            &p,
+            LabelSet::from_body(&b).unwrap(),
+            Some("r"),
+            Some(ToolFacts {
+                effect: Effect::Read,
+            }),
+            || Err("looked up"),
+        );
         assert!(r.is_ok());
     }
 }

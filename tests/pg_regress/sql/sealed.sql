@@ -41,3 +41,14 @@ SELECT (SELECT count(*) FROM pg_labels.runs) AS runs, (SELECT count(*) FROM pg_l
 ROLLBACK;
 -- after purge, deletes are refused again (the permission does not leak)
 DELETE FROM pg_labels.steps WHERE run_id = '55555555-5555-5555-5555-555555555555';
+
+-- the extension can be dropped and created again in the same session; the triggers find the
+-- new tables and types
+DROP EXTENSION pg_labels;
+CREATE EXTENSION pg_labels;
+INSERT INTO pg_labels.tools VALUES ('again.read', 'read');
+INSERT INTO pg_labels.runs (id, scope) VALUES ('66666666-6666-6666-6666-666666666666', 'acme');
+INSERT INTO pg_labels.steps (run_id, kind, tool, labels) VALUES
+  ('66666666-6666-6666-6666-666666666666', 'tool_called', 'again.read', '{tag:again}')
+RETURNING decision;
+SELECT labels FROM pg_labels.runs;
