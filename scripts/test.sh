@@ -3,8 +3,8 @@
 #   1. the core's unit and property tests (plain cargo test, no database),
 #   2. the #[pg_test]s (cargo pgrx test, in a cluster of their own),
 #   3. the pg_regress suite, the isolation suite (concurrent sessions, step by step) and a
-#      concurrency storm (pgbench clients on shared runs, commit order checked) against a
-#      throwaway PostgreSQL 15 cluster.
+#      concurrency storm (pgbench clients on shared runs, commit order checked) and a pg_dump
+#      round trip, against a throwaway PostgreSQL 15 cluster.
 # Exits non-zero on the first failure; a second run reuses what is installed.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -54,5 +54,8 @@ rm -rf "$ISOLATION_OUT"
 
 log "concurrency storm (pgbench, commit order checked)"
 "$ROOT/tests/concurrency/run.sh"
+
+log "pg_dump keeps the trail"
+"$ROOT/tests/dump/run.sh"
 
 log "all tests passed"

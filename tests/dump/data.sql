@@ -1,0 +1,9 @@
+-- A small trail to dump and restore.
+CREATE EXTENSION pg_labels;
+INSERT INTO pg_labels.tools (name, effect) VALUES ('d.read', 'read'), ('d.update', 'reversible_write'), ('d.pay', 'financial');
+INSERT INTO pg_labels.listeners (agent, scope, event) VALUES ('bot', 'acme/ops', 'e');
+INSERT INTO pg_labels.runs (id, agent, scope, listener_id) VALUES ('e0000000-0000-0000-0000-000000000001', 'bot', 'acme/ops', 1);
+INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('e0000000-0000-0000-0000-000000000001', 'tool_called', 'd.pay');
+INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('e0000000-0000-0000-0000-000000000001', 'input', '{origin:webhook}');
+SELECT pg_labels.request_approval('e0000000-0000-0000-0000-000000000001', 'd.update', '{"x": 1}');
+SELECT * FROM pg_labels.gate('e0000000-0000-0000-0000-000000000001', 'd.pay');
