@@ -76,13 +76,13 @@ RESET enable_indexscan; RESET enable_bitmapscan;
 SET enable_seqscan = off;
 INSERT INTO results SELECT 4, 'GIN: labelset @> {origin:slack} (25%)  vs  text[] @>', p.ours_ms, p.baseline_ms, 'ms', 1.2
     FROM pg_temp.pair_ms($$SELECT count(*) FROM bench WHERE l @> '{origin:slack}'$$,
-                         $$SELECT count(*) FROM bench WHERE a @> '{origin:slack}'$$) p;
+                         $$SELECT count(*) FROM bench WHERE a @> '{origin:slack}'$$, 31) p;
 INSERT INTO results SELECT 5, 'GIN: labelset @> {origin:webhook} (1%)  vs  text[] @>', p.ours_ms, p.baseline_ms, 'ms', 1.2
     FROM pg_temp.pair_ms($$SELECT count(*) FROM bench WHERE l @> '{origin:webhook}'$$,
-                         $$SELECT count(*) FROM bench WHERE a @> '{origin:webhook}'$$) p;
+                         $$SELECT count(*) FROM bench WHERE a @> '{origin:webhook}'$$, 31) p;
 INSERT INTO results SELECT 6, 'GIN: labelset ? origin:webhook (1%)  vs  text[] @>', p.ours_ms, p.baseline_ms, 'ms', 1.2
     FROM pg_temp.pair_ms($$SELECT count(*) FROM bench WHERE l ? 'origin:webhook'$$,
-                         $$SELECT count(*) FROM bench WHERE a @> '{origin:webhook}'$$) p;
+                         $$SELECT count(*) FROM bench WHERE a @> '{origin:webhook}'$$, 31) p;
 RESET enable_seqscan;
 
 -- Size.

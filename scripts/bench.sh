@@ -10,7 +10,7 @@ what=${1:-all}
 
 setup
 install_extension release
-PG_EXTRA_OPTS="-c shared_buffers=1GB -c work_mem=64MB -c max_wal_size=4GB -c synchronous_commit=off" start_cluster
+SERVER_RUST_BACKTRACE=0 PG_EXTRA_OPTS="-c shared_buffers=1GB -c work_mem=64MB -c max_wal_size=4GB -c synchronous_commit=off" start_cluster
 
 if [ "$what" = all ] || [ "$what" = types ]; then
     psql_q -c "DROP DATABASE IF EXISTS bench_types" -c "CREATE DATABASE bench_types"

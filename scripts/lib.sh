@@ -58,7 +58,9 @@ start_cluster() {
     log "starting a throwaway PostgreSQL 15 cluster in $CLUSTER_DIR"
     runuser -u postgres -- "$PGBIN/initdb" -D "$CLUSTER_DIR/data" -U postgres -A trust \
         --no-sync --encoding UTF8 --locale C.UTF-8 >"$CLUSTER_DIR/initdb.log"
-    runuser -u postgres -- "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" -w \
+    # RUST_BACKTRACE=1 in the server makes any Rust backtrace that could reach a client appear
+    # in the tests' outputs (none should).
+    runuser -u postgres -- env RUST_BACKTRACE="${SERVER_RUST_BACKTRACE:-1}" "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" -w \
         -o "-c listen_addresses='' -k $CLUSTER_DIR -p 5432 -c fsync=off -c max_connections=100 ${PG_EXTRA_OPTS:-}" \
         start >/dev/null
     export PGHOST=$CLUSTER_DIR PGPORT=5432 PGUSER=postgres PGDATABASE=postgres

@@ -213,21 +213,37 @@ pub unsafe fn lock_run(namespace: Oid, run_id: Datum) -> Result<Option<LockedRun
                     .tuple_lock
                     .ok_or_else(|| missing("runs (table access method)"))?;
                 let cid = pg_sys::GetCurrentCommandId(false);
-                let result = pg_sys::ffi::pg_guard_ffi_boundary(|| {
+                // waits here for concurrent writers: a cancel, lock timeout or deadlock comes
+                // back whole (see crate::catch)
+                let (tid_ptr, tmfd_ptr) = (
+                    &mut tid as *mut pg_sys::ItemPointerData,
+                    &mut tmfd as *mut pg_sys::TM_FailureData,
+                );
+                let result = crate::catch::catch(|| {
                     lock(
                         rel,
-                        &mut tid,
+                        tid_ptr,
                         snapshot,
                         slot,
                         cid,
                         pg_sys::LockTupleMode::LockTupleNoKeyExclusive,
                         pg_sys::LockWaitPolicy::LockWaitBlock,
                         pg_sys::TUPLE_LOCK_FLAG_FIND_LAST_VERSION as u8,
-                        &mut tmfd,
+                        tmfd_ptr,
                     )
-                });
+                })?;
                 match result {
-                    pg_sys::TM_Result::TM_Ok | pg_sys::TM_Result::TM_SelfModified => {}
+                    pg_sys::TM_Result::TM_Ok => {}
+                    // The run was changed by this very statement (a data-modifying WITH that
+                    // updates the run and writes a step): the version at hand may be stale.
+                    pg_sys::TM_Result::TM_SelfModified => {
+                        return Err(Error::new(
+                            *b"27000",
+                            "a step cannot be written by the statement that changes its run",
+                        )
+                        .detail("The run's row was updated by the same command; its labels could be read stale.")
+                        .hint("Write the step in a statement of its own."))
+                    }
                     _ => {
                         return Err(Error::new(
                             *b"40001",

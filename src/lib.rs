@@ -5,6 +5,7 @@
 //! hand-written SQL script in `sql/`.
 
 pub mod approval;
+pub mod catch;
 pub mod error;
 pub mod fmgr;
 pub mod heap;

@@ -82,13 +82,11 @@ impl SavedPlan {
                 .iter()
                 .map(|a| if a.is_some() { b' ' } else { b'n' } as std::ffi::c_char)
                 .collect();
-            let rc = pg_sys::SPI_execute_plan(
-                *plan,
-                values.as_mut_ptr(),
-                nulls.as_ptr(),
-                read_only,
-                limit as _,
-            );
+            // An ERROR inside (a trigger of ours refusing, a cancel) comes back whole.
+            let (plan, values_ptr, nulls_ptr) = (*plan, values.as_mut_ptr(), nulls.as_ptr());
+            let rc = crate::catch::catch(|| {
+                crate::catch::spi_execute_plan(plan, values_ptr, nulls_ptr, read_only, limit as _)
+            })?;
             if rc < 0 {
                 return Err(spi_error("execute", rc));
             }

@@ -127,3 +127,19 @@ EXCEPTION WHEN OTHERS THEN
   GET STACKED DIAGNOSTICS c = CONSTRAINT_NAME, s = RETURNED_SQLSTATE;
   RAISE NOTICE 'sqlstate %, constraint %', s, c;
 END $$;
+
+-- an error raised inside the statements the trigger runs (here by a DBA's own trigger on runs)
+-- reaches the client whole: SQLSTATE, DETAIL, HINT, constraint name
+CREATE FUNCTION regress_runs_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'custom refusal' USING ERRCODE = '23L99', DETAIL = 'inner detail',
+    HINT = 'inner hint', CONSTRAINT = 'regress_guard';
+END $$;
+CREATE TRIGGER regress_guard BEFORE UPDATE ON pg_labels.runs
+  FOR EACH ROW EXECUTE FUNCTION regress_runs_guard();
+\set VERBOSITY verbose
+INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES
+  ('44444444-4444-4444-4444-444444444444', 'input', '{tag:grows}');
+\set VERBOSITY default
+DROP TRIGGER regress_guard ON pg_labels.runs;
+DROP FUNCTION regress_runs_guard();

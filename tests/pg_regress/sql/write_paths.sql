@@ -87,3 +87,21 @@ RESET ROLE;
 
 DROP OWNED BY regress_pg_labels_writer;
 DROP ROLE regress_pg_labels_writer;
+
+-- a statement that changes a run and writes a step of it at once is refused rather than
+-- judged on labels it cannot see yet
+CREATE ROLE regress_pg_labels_owner_like;
+GRANT USAGE ON SCHEMA pg_labels TO regress_pg_labels_owner_like;
+GRANT SELECT, INSERT, UPDATE ON pg_labels.runs, pg_labels.steps TO regress_pg_labels_owner_like;
+SET ROLE regress_pg_labels_owner_like;
+INSERT INTO pg_labels.runs (id, scope) VALUES ('b1000000-0000-0000-0000-000000000003', 'initech/ops');
+WITH tainted AS (
+  UPDATE pg_labels.runs SET labels = labels || '{origin:slack}'
+  WHERE id = 'b1000000-0000-0000-0000-000000000003' RETURNING id
+)
+INSERT INTO pg_labels.steps (run_id, kind, tool)
+SELECT id, 'tool_called', 'wp.wipe' FROM tainted;
+SELECT labels FROM pg_labels.runs WHERE id = 'b1000000-0000-0000-0000-000000000003';
+RESET ROLE;
+DROP OWNED BY regress_pg_labels_owner_like;
+DROP ROLE regress_pg_labels_owner_like;
