@@ -25,32 +25,29 @@ install_extension ci
 PG_EXTRA_OPTS="-c track_commit_timestamp=on" start_cluster
 export PG_LABELS_SCRATCH=$CLUSTER_DIR
 
+# Run a pg_regress-style suite: $1 the driver (under pgxs/src/test), $2 the directory under
+# tests/ with its schedule, sql or specs, and expected outputs.
+run_suite() {
+    local out
+    out=$(mktemp -d "/tmp/pg_labels_$2.XXXXXX")
+    mkdir -p "$out/results"
+    if ! "$($PG_CONFIG --pkglibdir)/pgxs/src/test/$1" \
+            --bindir="$PGBIN" --host="$PGHOST" --port="$PGPORT" --user=postgres \
+            --dbname="pg_labels_$2" --load-extension=pg_labels \
+            --inputdir="$ROOT/tests/$2" --outputdir="$out" \
+            --schedule="$ROOT/tests/$2/schedule"; then
+        cat "$out/regression.diffs" >&2 || true
+        echo "$2 failed; outputs in $out" >&2
+        exit 1
+    fi
+    rm -rf "$out"
+}
+
 log "pg_regress"
-REGRESS_OUT=$(mktemp -d /tmp/pg_labels_regress.XXXXXX)
-mkdir -p "$REGRESS_OUT/results"
-if ! "$($PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \
-        --bindir="$PGBIN" --host="$PGHOST" --port="$PGPORT" --user=postgres \
-        --dbname=pg_labels_regress --load-extension=pg_labels \
-        --inputdir="$ROOT/tests/pg_regress" --outputdir="$REGRESS_OUT" \
-        --schedule="$ROOT/tests/pg_regress/schedule"; then
-    cat "$REGRESS_OUT/regression.diffs" >&2 || true
-    echo "pg_regress failed; outputs in $REGRESS_OUT" >&2
-    exit 1
-fi
-rm -rf "$REGRESS_OUT"
+run_suite regress/pg_regress pg_regress
 
 log "isolation (concurrent sessions)"
-ISOLATION_OUT=$(mktemp -d /tmp/pg_labels_isolation.XXXXXX)
-if ! "$($PG_CONFIG --pkglibdir)/pgxs/src/test/isolation/pg_isolation_regress" \
-        --bindir="$PGBIN" --host="$PGHOST" --port="$PGPORT" --user=postgres \
-        --dbname=pg_labels_isolation --load-extension=pg_labels \
-        --inputdir="$ROOT/tests/isolation" --outputdir="$ISOLATION_OUT" \
-        --schedule="$ROOT/tests/isolation/schedule"; then
-    cat "$ISOLATION_OUT/regression.diffs" >&2 || true
-    echo "isolation tests failed; outputs in $ISOLATION_OUT" >&2
-    exit 1
-fi
-rm -rf "$ISOLATION_OUT"
+run_suite isolation/pg_isolation_regress isolation
 
 log "concurrency storm (pgbench, commit order checked)"
 "$ROOT/tests/concurrency/run.sh"
