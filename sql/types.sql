@@ -195,7 +195,7 @@ CREATE FUNCTION labelset_count(labelset) RETURNS int4
     AS 'MODULE_PATHNAME', 'pgl_labelset_count' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION labelset_labels(labelset) RETURNS SETOF text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    AS $$ SELECT unnest(@extschema@.labelset_to_array($1)) $$;
+    AS $$ SELECT pg_catalog.unnest(@extschema@.labelset_to_array($1)) $$;
 COMMENT ON FUNCTION labelset(scope) IS 'The set holding the scope''s own label';
 COMMENT ON FUNCTION labelset_scope(labelset) IS
     'The deepest scope that can carry the set (common ancestor of its scope labels); NULL when it has none';

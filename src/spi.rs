@@ -48,7 +48,37 @@ impl SavedPlan {
 
     /// Execute with the given argument types and values (`None` is SQL NULL). Must be called
     /// between [`connect`] and [`finish`]. `limit` 0 means all rows.
+    ///
+    /// These statements run as the tables' owner, so the caller's search_path must not choose
+    /// their operators, functions or casts: they are parsed and run (and parsed again when the
+    /// plan cache re-plans, which PostgreSQL 15 does under the current search_path) with
+    /// `search_path = pg_catalog, pg_temp`, restored afterwards.
     pub unsafe fn execute(
+        &self,
+        types: &[Oid],
+        args: &[Option<Datum>],
+        read_only: bool,
+        limit: i64,
+    ) -> Result<u64> {
+        unsafe {
+            let nest = pg_sys::NewGUCNestLevel();
+            pg_sys::set_config_option(
+                c"search_path".as_ptr(),
+                c"pg_catalog, pg_temp".as_ptr(),
+                pg_sys::GucContext::PGC_USERSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+                pg_sys::GucAction::GUC_ACTION_SAVE,
+                true,
+                0,
+                false,
+            );
+            let out = self.prepare_and_run(types, args, read_only, limit);
+            pg_sys::AtEOXact_GUC(true, nest);
+            out
+        }
+    }
+
+    unsafe fn prepare_and_run(
         &self,
         types: &[Oid],
         args: &[Option<Datum>],
