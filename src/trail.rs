@@ -17,7 +17,7 @@ use crate::spi::{
     self, as_owner, current_user_name, datum_bytes, result_datum, with_spi, Columns, SavedPlan,
 };
 use crate::sql_function;
-use pg_labels_core::rules::{self, Decision, Effect, ToolFacts, Verdict};
+use pg_labels_core::rules::{self, Decision, Effect, ToolFacts};
 use pg_labels_core::{label, labelset, scope, LabelSet};
 use pgrx::pg_sys::{self, Datum, Oid};
 use std::ffi::CStr;
@@ -237,15 +237,6 @@ fn text_of(d: Datum) -> String {
     String::from_utf8_lossy(unsafe { datum_bytes(d) }).into_owned()
 }
 
-/// What the locked run and the catalog say, gathered under SPI.
-struct Judged {
-    run_scope: Vec<u8>,
-    /// The step's labels when the trigger added to them (results of untrusted tools).
-    own_labels: Option<Vec<u8>>,
-    verdict: Option<Verdict>,
-    effect: Option<String>,
-}
-
 sql_function! {
     /// BEFORE INSERT FOR EACH ROW on pg_labels.steps.
     fn pgl_steps_insert(fc) {
@@ -295,9 +286,10 @@ sql_function! {
                 .constraint("steps_run_id_fkey")
                 .table("pg_labels", "steps")
         })?;
+        // The tool's catalog entry, when the rules or the result's labels depend on it.
         let tool_entry = match tool_d {
-            Some(name) => heap::tool(namespace, name)?,
-            None => None,
+            Some(name) if judged_kind || kind == "tool_result" => heap::tool(namespace, name)?,
+            _ => None,
         };
 
         // A result of a tool whose output is not trusted came from outside.
@@ -334,23 +326,25 @@ sql_function! {
             None
         };
 
+        if let Some(v) = &verdict {
+            if kind == "tool_called" && v.decision != Decision::Allow {
+                return Err(refusal::tool_call(&uuid_text(run_id), &run.scope, tool.as_deref(), effect.as_deref(), v));
+            }
+        }
+
         // Labels accumulate: the run now carries what this step brought.
         if carried_body != run.labels {
             as_owner(row.owner(), || with_spi(|| {
                 GROW_LABELS.execute(&[pg_sys::UUIDOID, labelset_type], &[Some(run_id), Some(ret_labelset(&carried_body)?)], false, 0)
             }))?;
         }
-        let j = Judged { run_scope: run.scope, own_labels, verdict, effect };
 
         let mut changes: Vec<(i32, Option<Datum>)> = vec![(c_actor, Some(spi::text_datum(&actor)?))];
-        if let Some(own) = &j.own_labels {
+        if let Some(own) = &own_labels {
             changes.push((c_labels, Some(ret_labelset(own)?)));
         }
-        match &j.verdict {
+        match &verdict {
             Some(v) => {
-                if kind == "tool_called" && v.decision != Decision::Allow {
-                    return Err(refusal::tool_call(&uuid_text(run_id), &j.run_scope, tool.as_deref(), j.effect.as_deref(), v));
-                }
                 changes.push((c_decision, Some(spi::text_datum(v.decision.name())?)));
                 changes.push((c_rule, v.rule.map(|r| spi::text_datum(r.name())).transpose()?));
                 changes.push((c_reason, v.reason.as_deref().map(spi::text_datum).transpose()?));

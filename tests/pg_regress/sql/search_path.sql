@@ -5,7 +5,7 @@
 CREATE ROLE regress_pg_labels_schemer;
 GRANT USAGE ON SCHEMA pg_labels TO regress_pg_labels_schemer;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO regress_pg_labels_schemer;
-GRANT CREATE ON DATABASE pg_labels_regress TO regress_pg_labels_schemer;
+DO $$ BEGIN EXECUTE format('GRANT CREATE ON DATABASE %I TO regress_pg_labels_schemer', current_database()); END $$;
 GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) TO regress_pg_labels_schemer;
 INSERT INTO pg_labels.tools (name, effect) VALUES ('sp.update', 'reversible_write') ON CONFLICT DO NOTHING;
 
@@ -35,6 +35,6 @@ RESET search_path;
 SELECT labels FROM pg_labels.runs WHERE id = 'f0000000-0000-0000-0000-000000000001';
 DROP SCHEMA schemer CASCADE;
 RESET ROLE;
-REVOKE CREATE ON DATABASE pg_labels_regress FROM regress_pg_labels_schemer;
+DO $$ BEGIN EXECUTE format('REVOKE CREATE ON DATABASE %I FROM regress_pg_labels_schemer', current_database()); END $$;
 DROP OWNED BY regress_pg_labels_schemer;
 DROP ROLE regress_pg_labels_schemer;
