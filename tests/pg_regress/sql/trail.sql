@@ -143,3 +143,12 @@ INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES
 \set VERBOSITY default
 DROP TRIGGER regress_guard ON pg_labels.runs;
 DROP FUNCTION regress_runs_guard();
+
+-- provenance queries on the platform tables can use their indexes
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT id FROM pg_labels.steps WHERE labels ? 'origin:slack';
+EXPLAIN (COSTS OFF) SELECT id FROM pg_labels.runs WHERE scope <@ 'acme';
+EXPLAIN (COSTS OFF) SELECT id FROM pg_labels.runs WHERE labels @> '{origin:webhook}';
+RESET enable_seqscan;
+SELECT count(*) FROM pg_labels.steps WHERE labels ? 'origin:tool';
+SELECT id FROM pg_labels.runs WHERE scope <@ 'acme' ORDER BY id;
