@@ -3,6 +3,13 @@
 //! This crate is the thin SQL layer over `pg_labels_core`: the calling convention
 //! ([`fmgr`]), the error mapping ([`error`]), one module per SQL type or concern, and the
 //! hand-written SQL script in `sql/`.
+//!
+//! Nearly every function here is `unsafe` for the same reason: it reads datums, tuples or
+//! trigger data handed over by PostgreSQL, valid for the duration of the call. Each module's
+//! header says what it relies on; the functions do not repeat it.
+#![allow(clippy::missing_safety_doc)]
+// sql_function! bodies are unsafe by design: they read fcinfo's arguments.
+#![allow(clippy::macro_metavars_in_unsafe)]
 
 pub mod approval;
 pub mod catch;

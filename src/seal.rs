@@ -94,8 +94,8 @@ sql_function! {
             };
             if !same {
                 if name == "scope" {
-                    let from = a.map(|d| scope_text(d)).unwrap_or_default();
-                    let to = b.map(|d| scope_text(d)).unwrap_or_else(|| "NULL".into());
+                    let from = a.map(scope_text).unwrap_or_default();
+                    let to = b.map(scope_text).unwrap_or_else(|| "NULL".into());
                     return Err(refusal::sealed(
                         "runs",
                         "a run's scope never changes".into(),
