@@ -87,10 +87,6 @@ impl Error {
         self
     }
 
-    pub fn data(&self) -> &ErrorData {
-        &self.0
-    }
-
     /// `invalid input syntax for type T: "..."` (22P02) with the parser's finding as DETAIL.
     pub fn invalid_text(type_name: &str, input: &[u8], e: &ParseError) -> Self {
         Error::new(

@@ -210,7 +210,7 @@ sql_function! {
 
     /// `labelset(scope)`: the set holding the scope's own label.
     fn pgl_scope_labels(fc) {
-        let entry = label::of_scope(arg_scope(fc, 0)?);
+        let entry = scope::label_entry(arg_scope(fc, 0)?);
         ret_labelset(&labelset::from_entries(vec![entry]))
     }
 }

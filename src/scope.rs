@@ -3,7 +3,7 @@
 use crate::error::{self, Error};
 use crate::fmgr::*;
 use crate::sql_function;
-use pg_labels_core::{label, scope, Label};
+use pg_labels_core::{scope, Label};
 use pgrx::pg_sys;
 
 /// Parse scope text, with a hint when it is a labelset literal read as a scope (an untyped
@@ -96,7 +96,7 @@ sql_function! {
 
     /// `scope_label(scope) → text`: the label naming the scope's data.
     fn pgl_scope_label(fc) {
-        let entry = label::of_scope(arg_scope(fc, 0)?);
+        let entry = scope::label_entry(arg_scope(fc, 0)?);
         let mut out = Vec::new();
         Label(&entry).write_text(&mut out);
         ret_bytes(&out)

@@ -6,7 +6,7 @@
 //! the value. A company or area value is exactly the path of the scope it names.
 
 use crate::error::{ParseError, Problem};
-use crate::scope::{self, parse_path, Alphabet, SEP};
+use crate::scope::{parse_path, Alphabet, SEP};
 
 /// `area:<company>/<area>[/...]`
 pub const AREA: u8 = b'a';
@@ -181,14 +181,10 @@ pub fn parse(text: &[u8]) -> Result<Vec<u8>, ParseError> {
     Ok(out)
 }
 
-/// The entry of the scope label naming a scope path (`installation`, `company:..`, `area:..`).
-pub fn of_scope(path: &[u8]) -> Vec<u8> {
-    scope::label_entry(path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scope;
 
     fn round(s: &str) -> String {
         Label(&parse(s.as_bytes()).unwrap()).to_text()
@@ -240,7 +236,7 @@ mod tests {
         let e = parse(b"origin:slack").unwrap();
         assert_eq!(Label(&e).scope(), None);
         assert_eq!(
-            of_scope(&scope::parse(b"acme").unwrap()),
+            scope::label_entry(&scope::parse(b"acme").unwrap()),
             parse(b"company:acme").unwrap()
         );
     }
