@@ -112,7 +112,13 @@ fn versioned<'a>(bytes: &'a [u8], type_name: &str) -> Result<&'a [u8]> {
 /// A `scope` argument: its path.
 #[inline(always)]
 pub unsafe fn arg_scope<'a>(fc: FunctionCallInfo, n: usize) -> Result<&'a [u8]> {
-    versioned(unsafe { arg_varlena(fc, n) }, "scope")
+    unsafe { datum_scope(arg(fc, n)) }
+}
+
+/// A `scope` datum: its path.
+#[inline(always)]
+pub unsafe fn datum_scope<'a>(d: Datum) -> Result<&'a [u8]> {
+    versioned(unsafe { varlena_bytes(d.cast_mut_ptr()) }, "scope")
 }
 
 /// A `labelset` argument.

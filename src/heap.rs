@@ -7,7 +7,7 @@
 //! No executor, plan cache or SPI connection is set up per row.
 
 use crate::error::{Error, Result};
-use crate::fmgr::{datum_labelset, varlena_bytes, FORMAT_VERSION};
+use crate::fmgr::{datum_labelset, datum_scope, varlena_bytes};
 use crate::spi::{BackendLocal, Columns};
 use pgrx::pg_sys::{self, Datum, Oid};
 use std::ffi::CStr;
@@ -253,10 +253,9 @@ pub unsafe fn lock_run(namespace: Oid, run_id: Datum) -> Result<Option<LockedRun
                         .hint("Retry the transaction."))
                     }
                 }
-                let scope = slot_value(slot, c_scope).map(|d| varlena_bytes(d.cast_mut_ptr()));
-                let scope = match scope.and_then(|b| b.split_first()) {
-                    Some((&FORMAT_VERSION, path)) => path.to_vec(),
-                    _ => return Err(Error::corrupt("scope")),
+                let scope = match slot_value(slot, c_scope) {
+                    Some(d) => datum_scope(d)?.to_vec(),
+                    None => return Err(Error::corrupt("scope")),
                 };
                 let labels = match slot_value(slot, c_labels) {
                     Some(d) => datum_labelset(d)?.body().to_vec(),

@@ -7,7 +7,7 @@
 //! not rechecked.
 
 use crate::error::Result;
-use crate::fmgr::{ret_scope, varlena_bytes, FORMAT_VERSION};
+use crate::fmgr::{datum_scope, ret_scope};
 use pg_labels_core::scope;
 use pgrx::pg_sys::{self, Datum};
 
@@ -66,8 +66,7 @@ pub unsafe fn index_condition(req: Datum, col_arg: i32) -> Result<Datum> {
         if ge == pg_sys::InvalidOid || lt == pg_sys::InvalidOid {
             return NOTHING;
         }
-        let bytes = varlena_bytes((*c).constvalue.cast_mut_ptr());
-        let Some((&FORMAT_VERSION, path)) = bytes.split_first() else {
+        let Ok(path) = datum_scope((*c).constvalue) else {
             return NOTHING;
         };
         // The installation's subtree is everything: no condition narrows it.

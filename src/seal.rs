@@ -136,8 +136,7 @@ sql_function! {
 }
 
 fn scope_text(d: Datum) -> String {
-    match unsafe { crate::spi::datum_bytes(d) }.split_first() {
-        Some((_, path)) => scope::to_text(path),
-        None => String::new(),
-    }
+    unsafe { crate::fmgr::datum_scope(d) }
+        .map(scope::to_text)
+        .unwrap_or_default()
 }

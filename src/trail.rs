@@ -10,7 +10,7 @@
 
 use crate::approval::DECIDING;
 use crate::error::{Error, Result};
-use crate::fmgr::{datum_labelset, ret_labelset, FORMAT_VERSION};
+use crate::fmgr::{datum_labelset, datum_scope, ret_labelset};
 use crate::heap;
 use crate::refusal::{self, FOREIGN_KEY_VIOLATION, INSUFFICIENT_PRIVILEGE};
 use crate::spi::{
@@ -225,12 +225,9 @@ pub(crate) unsafe fn uuid_text(d: Datum) -> String {
     )
 }
 
-/// A `scope` datum's path.
+/// A `scope` datum's path, owned.
 unsafe fn scope_path(d: Datum) -> Result<Vec<u8>> {
-    match unsafe { datum_bytes(d) }.split_first() {
-        Some((&FORMAT_VERSION, path)) => Ok(path.to_vec()),
-        _ => Err(Error::corrupt("scope")),
-    }
+    unsafe { datum_scope(d) }.map(<[u8]>::to_vec)
 }
 
 fn text_of(d: Datum) -> String {
