@@ -6,6 +6,7 @@
 //! - a label is an entry `[kind][value]` (see [`label`]);
 //! - a labelset is its entries in ascending order, each followed by a 0 byte (see [`labelset`]).
 
+pub mod crossing;
 pub mod error;
 pub mod label;
 pub mod labelset;

@@ -95,6 +95,9 @@ pub struct Verdict {
     pub origins: Vec<u8>,
     /// The approval request this call uses, when one was needed and found.
     pub approval: Option<i64>,
+    /// The crossings that let the escaping labels through (ascending), when something escaped
+    /// and active crossings covered all of it.
+    pub crossings: Vec<i64>,
 }
 
 /// The catalog entry of the tool being called, as far as the rules need it.
@@ -108,16 +111,21 @@ pub struct ToolFacts {
 /// * `run_scope`: the run's sealed scope (a path);
 /// * `carried`: the run's labels united with the step's own;
 /// * `tool`: the tool's name, and `facts` its catalog entry (`None`: not in the catalog);
+/// * `cover`: asked only when some scope labels escape the run's scope, with those labels;
+///   returns the active crossings into the run's scope that cover every one of them (see
+///   [`crate::crossing::cover_each`]), or the labels none covers;
 /// * `approval`: looked up only for an untrusted reversible write; returns an unused granted
 ///   approval request for exactly this call, if any.
 ///
-/// Rules, in order: `data_barrier` (nothing overrides it), `unknown_tool` (fail closed),
-/// `untrusted_to_irreversible` (no approval changes it), `approval_required`.
+/// Rules, in order: `data_barrier` (nothing but an active crossing lets escaping labels
+/// through; approvals never do), `unknown_tool` (fail closed), `untrusted_to_irreversible` (no
+/// approval changes it), `approval_required`.
 pub fn judge<E>(
     run_scope: &[u8],
     carried: LabelSet<'_>,
     tool: Option<&str>,
     facts: Option<ToolFacts>,
+    cover: impl FnOnce(LabelSet<'_>) -> Result<Result<Vec<i64>, Vec<u8>>, E>,
     approval: impl FnOnce() -> Result<Option<i64>, E>,
 ) -> Result<Verdict, E> {
     let escaping = carried.escaping(run_scope);
@@ -129,17 +137,32 @@ pub fn judge<E>(
         escaping,
         origins,
         approval: None,
+        crossings: Vec::new(),
     };
     let tool_name = tool.unwrap_or("(none)");
     if !v.escaping.is_empty() {
-        v.decision = Decision::Block;
-        v.rule = Some(Rule::DataBarrier);
-        v.reason = Some(format!(
-            "run scope {} cannot carry {}: the run carries data from outside this company or area",
-            scope::to_text(run_scope),
-            LabelSet::from_canonical(&v.escaping).to_text()
-        ));
-        return Ok(v);
+        match cover(LabelSet::from_canonical(&v.escaping))? {
+            Ok(crossings) => {
+                v.reason = Some(format!(
+                    "carries {} into scope {} under crossing {}",
+                    LabelSet::from_canonical(&v.escaping).to_text(),
+                    scope::to_text(run_scope),
+                    ids_text(&crossings)
+                ));
+                v.crossings = crossings;
+            }
+            Err(uncovered) => {
+                v.escaping = uncovered;
+                v.decision = Decision::Block;
+                v.rule = Some(Rule::DataBarrier);
+                v.reason = Some(format!(
+                    "run scope {} cannot carry {}: the run carries data from outside this company or area",
+                    scope::to_text(run_scope),
+                    LabelSet::from_canonical(&v.escaping).to_text()
+                ));
+                return Ok(v);
+            }
+        }
     }
     let Some(facts) = facts else {
         v.decision = Decision::Block;
@@ -183,9 +206,18 @@ pub fn judge<E>(
     Ok(v)
 }
 
+/// `3` or `3, 7`: crossing ids for a message.
+pub fn ids_text(ids: &[i64]) -> String {
+    ids.iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crossing::{self, Crossing};
     use crate::labelset;
 
     fn run(
@@ -194,15 +226,49 @@ mod tests {
         tool: Option<(&str, Effect)>,
         approved: Option<i64>,
     ) -> Verdict {
+        run_crossing(scope_text, labels, tool, approved, &[])
+    }
+
+    /// With active crossings `(id, from, to)`.
+    fn run_crossing(
+        scope_text: &str,
+        labels: &str,
+        tool: Option<(&str, Effect)>,
+        approved: Option<i64>,
+        crossings: &[(i64, &str, &str)],
+    ) -> Verdict {
         let p = scope::parse(scope_text.as_bytes()).unwrap();
         let b = labelset::parse(labels.as_bytes()).unwrap();
         let (name, facts) = match tool {
             Some((n, e)) => (Some(n), Some(ToolFacts { effect: e })),
             None => (Some("ghost"), None),
         };
-        judge::<()>(&p, LabelSet::from_body(&b).unwrap(), name, facts, || {
-            Ok(approved)
-        })
+        let paths: Vec<(i64, Vec<u8>, Vec<u8>)> = crossings
+            .iter()
+            .map(|&(id, f, t)| {
+                (
+                    id,
+                    scope::parse(f.as_bytes()).unwrap(),
+                    scope::parse(t.as_bytes()).unwrap(),
+                )
+            })
+            .collect();
+        let cs: Vec<Crossing> = paths
+            .iter()
+            .map(|(id, f, t)| Crossing {
+                id: *id,
+                from: f,
+                to: t,
+            })
+            .collect();
+        judge::<()>(
+            &p,
+            LabelSet::from_body(&b).unwrap(),
+            name,
+            facts,
+            |esc| Ok(crossing::cover_each(esc, &p, &cs)),
+            || Ok(approved),
+        )
         .unwrap()
     }
 
@@ -287,8 +353,80 @@ mod tests {
             Some(ToolFacts {
                 effect: Effect::Read,
             }),
+            |_| Err("crossings looked up"),
             || Err("looked up"),
         );
         assert!(r.is_ok());
+    }
+
+    #[test]
+    fn crossings_let_covered_labels_through_and_nothing_else() {
+        let read = Some(("kb.search", Effect::Read));
+        let refund = Some(("stripe.refund", Effect::Financial));
+        let into_platform = [(4, "acme/finance", "acme/platform")];
+        let v = run_crossing(
+            "acme/platform",
+            "{area:acme/finance}",
+            read,
+            None,
+            &into_platform,
+        );
+        assert_eq!(
+            (v.decision, v.rule, v.crossings.clone()),
+            (Decision::Allow, None, vec![4])
+        );
+        assert!(v.reason.unwrap().contains("under crossing 4"));
+        // a sub-area of the target is inside the crossing's to_scope; the parent is not
+        let v = run_crossing(
+            "acme/platform/infra",
+            "{area:acme/finance/ledger}",
+            read,
+            None,
+            &into_platform,
+        );
+        assert_eq!(v.decision, Decision::Allow);
+        let v = run_crossing("acme", "{company:globex}", read, None, &into_platform);
+        assert_eq!(v.rule, Some(Rule::DataBarrier));
+        // a label the crossing does not cover still blocks, and only it is named
+        let v = run_crossing(
+            "acme/platform",
+            "{area:acme/finance,area:acme/hr}",
+            read,
+            None,
+            &into_platform,
+        );
+        assert_eq!(
+            (v.decision, v.rule),
+            (Decision::Block, Some(Rule::DataBarrier))
+        );
+        assert_eq!(
+            LabelSet::from_canonical(&v.escaping).to_text(),
+            "{area:acme/hr}"
+        );
+        assert!(v.crossings.is_empty());
+        // a crossing lifts the barrier only: the other rules still judge the call
+        let v = run_crossing(
+            "acme/platform",
+            "{area:acme/finance,origin:webhook}",
+            refund,
+            Some(1),
+            &into_platform,
+        );
+        assert_eq!(
+            (v.decision, v.rule, v.crossings),
+            (
+                Decision::Block,
+                Some(Rule::UntrustedToIrreversible),
+                vec![4]
+            )
+        );
+        let v = run_crossing(
+            "acme/platform",
+            "{area:acme/finance}",
+            None,
+            None,
+            &into_platform,
+        );
+        assert_eq!(v.rule, Some(Rule::UnknownTool));
     }
 }

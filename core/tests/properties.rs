@@ -3,6 +3,7 @@
 //!
 //! `FUZZ_CASES` (default 200000) sets how many inputs each parser fuzz property runs.
 
+use pg_labels_core::crossing::{self, Crossing};
 use pg_labels_core::label::{self, Label};
 use pg_labels_core::labelset::{self, LabelSet};
 use pg_labels_core::scope;
@@ -262,6 +263,73 @@ proptest! {
         let own = labelset::from_entries(vec![scope::label_entry(&p)]);
         prop_assert!(LabelSet::from_body(&own).unwrap().carried_by(&p));
         prop_assert_eq!(LabelSet::from_body(&own).unwrap().scope(), Some(&p[..]));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Crossings against the model: a label is covered for a target when some crossing's
+    /// from_scope reaches the label's scope and its to_scope reaches the target. Covering is
+    /// monotone in the crossings, never rewrites a label, and one crossing covering all implies
+    /// each is covered.
+    #[test]
+    fn crossings_cover_exactly_what_the_model_says(
+        target in scope_text(),
+        labels in label_list(),
+        crossings in prop::collection::vec((scope_text(), scope_text()), 0..4),
+        extra in (scope_text(), scope_text()),
+    ) {
+        let t = path(&target);
+        let b = body(&labels);
+        let escaping = LabelSet::from_body(&b).unwrap().escaping(&t);
+        let esc = LabelSet::from_body(&escaping).unwrap();
+        let paths: Vec<(Vec<u8>, Vec<u8>)> =
+            crossings.iter().map(|(f, to)| (path(f), path(to))).collect();
+        let cs: Vec<Crossing> = paths.iter().enumerate()
+            .map(|(i, (f, to))| Crossing { id: 10 + i as i64, from: f, to })
+            .collect();
+        let model_covers = |c: &Crossing, l: Label| {
+            let ls = l.scope().unwrap();
+            scope::reaches(c.to, &t) && scope::reaches(c.from, ls)
+        };
+        let each = crossing::cover_each(esc, &t, &cs);
+        let all_covered = esc.iter().all(|l| cs.iter().any(|c| model_covers(c, l)));
+        prop_assert_eq!(each.is_ok(), all_covered);
+        match &each {
+            Ok(ids) => {
+                // ascending, distinct, each one of the given crossings and needed by a label
+                prop_assert!(ids.windows(2).all(|w| w[0] < w[1]));
+                for id in ids {
+                    let c = cs.iter().find(|c| c.id == *id).unwrap();
+                    prop_assert!(esc.iter().any(|l| model_covers(c, l)));
+                }
+                prop_assert_eq!(ids.is_empty(), esc.is_empty());
+            }
+            Err(uncovered) => {
+                // exactly the labels no crossing covers, a subset of what escaped
+                let u = set_of(uncovered);
+                let m: BTreeSet<String> = esc.iter()
+                    .filter(|l| !cs.iter().any(|c| model_covers(c, *l)))
+                    .map(|l| l.to_text()).collect();
+                prop_assert_eq!(u, m);
+            }
+        }
+        if !esc.is_empty() {
+            let one = crossing::cover_all(esc, &t, &cs);
+            let model_one = cs.iter().find(|c| esc.iter().all(|l| model_covers(c, l))).map(|c| c.id);
+            prop_assert_eq!(one, model_one);
+            if one.is_some() {
+                prop_assert!(each.is_ok());
+            }
+        }
+        // one more crossing never uncovers anything
+        let (xf, xt) = (path(&extra.0), path(&extra.1));
+        let mut more = cs.clone();
+        more.push(Crossing { id: 99, from: &xf, to: &xt });
+        if each.is_ok() {
+            prop_assert!(crossing::cover_each(esc, &t, &more).is_ok());
+        }
     }
 }
 
