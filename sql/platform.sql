@@ -72,16 +72,25 @@ CREATE TABLE pg_labels.steps (
     origin_run uuid,
     artifact_id uuid,
     digest text,
+    share_id bigint,
+    crossing_ids bigint[],
     actor text NOT NULL DEFAULT current_user,
-    created_at timestamptz NOT NULL DEFAULT now()
+    created_at timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT steps_context_read_check CHECK (kind <> 'context_read' OR artifact_id IS NOT NULL)
 );
 COMMENT ON TABLE pg_labels.steps IS
     'The trail, append-only: every step of every run, with the labels it carried; tool calls are judged on insert';
 COMMENT ON COLUMN pg_labels.steps.request_id IS
     'approval_decided: the approval_requested step decided; tool_called: the approval it used (set by the trigger)';
 COMMENT ON COLUMN pg_labels.steps.actor IS 'The role that wrote the step (set by the trigger, cannot be forged)';
+COMMENT ON COLUMN pg_labels.steps.artifact_id IS
+    'context_read: the artifact read; origin_run, digest and (at least) its labels are filled from it';
+COMMENT ON COLUMN pg_labels.steps.share_id IS 'context_read: the share that let the run read the artifact (set by the trigger)';
+COMMENT ON COLUMN pg_labels.steps.crossing_ids IS
+    'context_read, tool_called, gate_decided: the crossings that let labels the run''s scope cannot carry through (set by the trigger)';
 CREATE INDEX steps_run_idx ON pg_labels.steps (run_id, id);
 CREATE INDEX steps_labels_idx ON pg_labels.steps USING gin (labels);
+CREATE INDEX steps_artifact_idx ON pg_labels.steps (artifact_id) WHERE artifact_id IS NOT NULL;
 -- one decision per request, and one tool call per approval
 CREATE UNIQUE INDEX steps_one_decision_idx ON pg_labels.steps (request_id) WHERE kind = 'approval_decided';
 CREATE UNIQUE INDEX steps_one_use_idx ON pg_labels.steps (request_id) WHERE kind = 'tool_called';

@@ -13,6 +13,7 @@
 
 pub mod approval;
 pub mod catch;
+pub mod crossing;
 pub mod error;
 pub mod fmgr;
 pub mod heap;
@@ -23,6 +24,7 @@ pub mod retention;
 pub mod scope;
 pub mod scope_support;
 pub mod seal;
+pub mod sharing;
 pub mod spi;
 pub mod trail;
 
@@ -34,6 +36,11 @@ pub mod trail;
     "../sql/platform.sql",
     name = "platform",
     requires = ["types"]
+);
+::pgrx::extension_sql_file!(
+    "../sql/sharing.sql",
+    name = "sharing",
+    requires = ["platform"]
 );
 
 #[cfg(any(test, feature = "pg_test"))]

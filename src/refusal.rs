@@ -98,7 +98,8 @@ pub fn tool_call(
         .table("pg_labels", "steps")
 }
 
-/// A run that is not even opened: its initial labels, or its listener's scope, escape it.
+/// A run that is not even opened: its initial labels escape its scope (`escaping`), or it is
+/// opened for a listener bound in another scope (`listener`: its id and scope).
 pub fn run_not_opened(
     run: &str,
     run_scope: &[u8],
@@ -108,23 +109,91 @@ pub fn run_not_opened(
     let scope = scope::to_text(run_scope);
     let detail = match listener {
         Some((id, ls)) => format!(
-            "Run {run} (scope {scope}) was opened for listener {id}, bound in scope {}: scope {scope} cannot carry {}.",
+            "Run {run} (scope {scope}) was opened for listener {id}, bound in scope {}: a run opened through a listener has the listener's scope.",
             scope::to_text(ls),
-            text(escaping)
         ),
         None => format!(
             "Run {run} (scope {scope}) was opened with {}, which scope {scope} cannot carry.",
             text(escaping)
         ),
     };
+    let message = match listener {
+        Some((_, ls)) => format!(
+            "data_barrier: run {run} is not opened: its listener is bound in scope {}, not {scope}",
+            scope::to_text(ls)
+        ),
+        None => format!(
+            "data_barrier: run {run} is not opened: its data comes from outside scope {scope}"
+        ),
+    };
+    Error::new(DATA_BARRIER, message)
+        .detail(detail)
+        .hint(BARRIER_HINT)
+        .constraint(Rule::DataBarrier.name())
+        .table("pg_labels", "runs")
+}
+
+/// The seed's rule for context: where a share or read is refused.
+pub const SHARE_HINT: &str = "A listener may only receive context when its scope can carry that context's labels, or when \
+an explicit boundary-crossing authorization is recorded. If this data is meant to cross, a person the DBA allows records \
+it with pg_labels.authorize_crossing(from_scope, to_scope, reason, expires_at). Do not widen the listener's scope or \
+strip labels: the labels travel with the data.";
+
+/// A share whose scope cannot carry the artifact's labels, with no crossing covering them.
+pub fn share_refused(
+    artifact: &str,
+    origin_run: &str,
+    target: &[u8],
+    to_run: Option<&str>,
+    escaping: &[u8],
+    named_crossing: Option<i64>,
+) -> Error {
+    let t = scope::to_text(target);
+    let whom = match to_run {
+        Some(r) => format!("run {r} (scope {t})"),
+        None => format!("scope {t}"),
+    };
+    let why = match named_crossing {
+        Some(c) => format!("crossing {c} is not active for {t} or does not cover them"),
+        None => format!("no active crossing into {t} covers them"),
+    };
+    Error::new(DATA_BARRIER, format!("data_barrier: artifact {artifact} cannot be shared with {whom}"))
+        .detail(format!(
+            "Artifact {artifact} (from run {origin_run}) carries {}, which scope {t} cannot carry, and {why}.",
+            text(escaping)
+        ))
+        .hint(SHARE_HINT)
+        .constraint(Rule::DataBarrier.name())
+        .table("pg_labels", "shares")
+}
+
+/// A context read of an artifact that no share offers to the reading run.
+pub fn not_shared(run: &str, run_scope: &[u8], artifact: &str) -> Error {
+    let s = scope::to_text(run_scope);
+    Error::new(DATA_BARRIER, format!("data_barrier: artifact {artifact} is not shared with run {run}"))
+        .detail(format!(
+            "Run {run} (scope {s}) read artifact {artifact}, but no share offers it to this run or to a scope reaching {s}."
+        ))
+        .hint("Context is passed by reference through pg_labels.shares: share the artifact with the listener's scope \
+               (or the run) first; the share is judged by the barrier.")
+        .constraint(Rule::DataBarrier.name())
+        .table("pg_labels", "steps")
+}
+
+/// A context read bringing labels the run's scope cannot carry, with no crossing covering them.
+pub fn read_refused(run: &str, run_scope: &[u8], artifact: &str, uncovered: &[u8]) -> Error {
+    let s = scope::to_text(run_scope);
     Error::new(
         DATA_BARRIER,
-        format!("data_barrier: run {run} is not opened: its data comes from outside scope {scope}"),
+        format!("data_barrier: run {run} cannot read artifact {artifact}: its data comes from outside scope {s}"),
     )
-    .detail(detail)
-    .hint(BARRIER_HINT)
+    .detail(format!(
+        "Artifact {artifact} carries {}, which scope {s} cannot carry, and no active crossing into {s} covers it.",
+        text(uncovered)
+    ))
+    .hint(SHARE_HINT)
     .constraint(Rule::DataBarrier.name())
-    .table("pg_labels", "runs")
+    .table("pg_labels", "steps")
 }
 
 /// A change to the sealed trail.

@@ -36,6 +36,20 @@ unsafe fn describe(row: &Row, tuple: pg_sys::HeapTuple) -> String {
                 "Run {}.",
                 value(c"id").map(|d| uuid_text(d)).unwrap_or_default()
             ),
+            "artifacts" => format!(
+                "Artifact {} of run {}.",
+                value(c"id").map(|d| uuid_text(d)).unwrap_or_default(),
+                value(c"origin_run")
+                    .map(|d| uuid_text(d))
+                    .unwrap_or_default()
+            ),
+            "shares" => format!(
+                "Share {} of artifact {}.",
+                value(c"id").map(|d| d.value() as i64).unwrap_or_default(),
+                value(c"artifact_id")
+                    .map(|d| uuid_text(d))
+                    .unwrap_or_default()
+            ),
             t => format!("A row of pg_labels.{t}."),
         }
     }
@@ -117,6 +131,12 @@ sql_function! {
         let row = Row::of(fc, "pg_labels.append_only()")?;
         let table = table_name(&row);
         match row.op() {
+            pg_sys::TRIGGER_EVENT_TRUNCATE if table == "crossings" => Err(refusal::sealed(
+                &table,
+                "TRUNCATE of pg_labels.crossings is refused".into(),
+                "pg_labels.crossings is the audited record of boundary-crossing authorizations.".into(),
+            )
+            .hint(crate::crossing::SEALED_HINT)),
             pg_sys::TRIGGER_EVENT_TRUNCATE => Err(refusal::sealed(
                 &table,
                 format!("TRUNCATE of pg_labels.{table} is refused"),

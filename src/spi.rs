@@ -207,6 +207,22 @@ pub fn text_datum(s: &str) -> Result<Datum> {
     crate::fmgr::ret_bytes(s.as_bytes())
 }
 
+/// A `bigint[]` datum in the current memory context.
+pub fn int8_array_datum(values: &[i64]) -> Datum {
+    unsafe {
+        let mut elems: Vec<Datum> = values.iter().map(|&v| Datum::from(v)).collect();
+        let a = pg_sys::construct_array(
+            elems.as_mut_ptr(),
+            elems.len() as i32,
+            pg_sys::INT8OID,
+            8,
+            true,
+            pg_sys::TYPALIGN_DOUBLE as std::ffi::c_char,
+        );
+        Datum::from(a)
+    }
+}
+
 /// Do two non-null datums of a column hold the same image?
 pub unsafe fn same_image(a: Datum, b: Datum, attr: &pg_sys::FormData_pg_attribute) -> bool {
     unsafe {

@@ -9,20 +9,23 @@
 //! raises its rule's error; a gate decision is recorded instead.
 
 use crate::approval::DECIDING;
+use crate::crossing;
 use crate::error::{Error, Result};
-use crate::fmgr::{datum_labelset, datum_scope, ret_labelset};
+use crate::fmgr::{datum_labelset, datum_scope, ret_labelset, ret_scope};
 use crate::heap;
 use crate::refusal::{self, FOREIGN_KEY_VIOLATION, INSUFFICIENT_PRIVILEGE};
+use crate::sharing;
 use crate::spi::{
     self, as_owner, current_user_name, datum_bytes, result_datum, with_spi, Columns, SavedPlan,
 };
 use crate::sql_function;
+use pg_labels_core::crossing::cover_each;
 use pg_labels_core::rules::{self, Decision, Effect, ToolFacts};
 use pg_labels_core::{label, labelset, scope, LabelSet};
 use pgrx::pg_sys::{self, Datum, Oid};
 use std::ffi::CStr;
 
-static STEP_COLUMNS: Columns<10> = Columns::new([
+static STEP_COLUMNS: Columns<15> = Columns::new([
     c"run_id",
     c"kind",
     c"tool",
@@ -33,6 +36,11 @@ static STEP_COLUMNS: Columns<10> = Columns::new([
     c"reason",
     c"request_id",
     c"actor",
+    c"origin_run",
+    c"artifact_id",
+    c"digest",
+    c"share_id",
+    c"crossing_ids",
 ]);
 
 static GROW_LABELS: SavedPlan =
@@ -51,8 +59,11 @@ static FIND_APPROVAL: SavedPlan = SavedPlan::new(
        LIMIT 1",
 );
 
-static LISTENER_SCOPE: SavedPlan =
-    SavedPlan::new(c"SELECT scope FROM pg_labels.listeners WHERE id = $1");
+static LISTENER: SavedPlan =
+    SavedPlan::new(c"SELECT scope, agent FROM pg_labels.listeners WHERE id = $1");
+
+static RUN_COLUMNS: Columns<5> =
+    Columns::new([c"id", c"scope", c"labels", c"listener_id", c"agent"]);
 
 /// The row a row-level trigger was fired for, with its relation.
 pub(crate) struct Row {
@@ -241,7 +252,8 @@ sql_function! {
         if !row.is_before_row() || row.op() != pg_sys::TRIGGER_EVENT_INSERT {
             return Err(Error::new(TRIGGER_PROTOCOL, "pg_labels.steps_insert() must fire BEFORE INSERT FOR EACH ROW"));
         }
-        let [c_run, c_kind, c_tool, c_labels, c_args, c_decision, c_rule, c_reason, c_request, c_actor] =
+        let [c_run, c_kind, c_tool, c_labels, c_args, c_decision, c_rule, c_reason, c_request, c_actor,
+             c_origin_run, c_artifact, c_digest, c_share, c_crossings] =
             STEP_COLUMNS.of(row.relid(), row.desc)?;
         let values = row.deform();
         let get = |c: i32| values.get(c);
@@ -300,6 +312,24 @@ sql_function! {
                 own_labels = Some(with);
             }
         }
+        // A context read brings the artifact's labels, if it may read it at all.
+        let read = match get(c_artifact) {
+            None if kind == "context_read" => {
+                return Err(Error::new(sharing::CHECK_VIOLATION, "a context_read step names the artifact it read")
+                    .detail("artifact_id is NULL: context is passed by reference, as an artifact of pg_labels.artifacts.")
+                    .hint("Record data that entered the run some other way as an input step with its labels.")
+                    .constraint("steps_context_read_check")
+                    .table("pg_labels", "steps"));
+            }
+            Some(artifact) if kind == "context_read" => {
+                let r = sharing::read(row.owner(), run_id, &run.scope, artifact, get(c_origin_run), get(c_digest), step_labels)?;
+                if r.labels != step_labels.body() {
+                    own_labels = Some(r.labels.clone());
+                }
+                Some(r)
+            }
+            _ => None,
+        };
         let own = own_labels.as_deref().map(LabelSet::from_canonical).unwrap_or(step_labels);
         let run_labels = LabelSet::from_canonical(&run.labels);
         let carried_body = run_labels.union(own);
@@ -308,7 +338,11 @@ sql_function! {
         let effect = tool_entry.as_ref().map(|t| t.effect.clone());
         let verdict = if judged_kind {
             let facts = effect.as_deref().and_then(Effect::parse).map(|effect| ToolFacts { effect });
-            Some(rules::judge(&run.scope, carried, tool.as_deref(), facts, || {
+            let cover = |escaping: LabelSet<'_>| -> Result<std::result::Result<Vec<i64>, Vec<u8>>> {
+                let active = crossing::active_into(row.owner(), &run.scope)?;
+                Ok(cover_each(escaping, &run.scope, &crossing::views(&active)))
+            };
+            Some(rules::judge(&run.scope, carried, tool.as_deref(), facts, cover, || {
                 as_owner(row.owner(), || with_spi(|| {
                     let n = FIND_APPROVAL.execute(
                         &[pg_sys::UUIDOID, pg_sys::TEXTOID, pg_sys::JSONBOID],
@@ -340,6 +374,18 @@ sql_function! {
         if let Some(own) = &own_labels {
             changes.push((c_labels, Some(ret_labelset(own)?)));
         }
+        // share and crossings are the database's to write
+        let crossings_used = match (&verdict, &read) {
+            (Some(v), _) => &v.crossings[..],
+            (None, Some(r)) => &r.crossings[..],
+            _ => &[],
+        };
+        changes.push((c_crossings, (!crossings_used.is_empty()).then(|| spi::int8_array_datum(crossings_used))));
+        changes.push((c_share, read.as_ref().map(|r| Datum::from(r.share))));
+        if let Some(r) = &read {
+            changes.push((c_origin_run, Some(sharing::uuid_datum(&r.origin_run))));
+            changes.push((c_digest, Some(spi::text_datum(&r.digest)?)));
+        }
         match &verdict {
             Some(v) => {
                 changes.push((c_decision, Some(spi::text_datum(v.decision.name())?)));
@@ -357,19 +403,55 @@ sql_function! {
         Ok(row.modified(&changes))
     }
 
-    /// BEFORE INSERT FOR EACH ROW on pg_labels.runs: the run's own scope label joins its labels,
-    /// and a run whose initial labels or listener's scope escape its scope is not opened.
+    /// BEFORE INSERT FOR EACH ROW on pg_labels.runs: a run opened through a listener has the
+    /// listener's scope (and agent); the run's own scope label joins its labels; a run whose
+    /// initial labels escape its scope is not opened.
     fn pgl_runs_open(fc) {
         let row = Row::of(fc, "pg_labels.runs_open()")?;
         if !row.is_before_row() || row.op() != pg_sys::TRIGGER_EVENT_INSERT {
             return Err(Error::new(TRIGGER_PROTOCOL, "pg_labels.runs_open() must fire BEFORE INSERT FOR EACH ROW"));
         }
-        let c_id = row.col(c"id")?;
-        let c_scope = row.col(c"scope")?;
-        let c_labels = row.col(c"labels")?;
-        let c_listener = row.col(c"listener_id")?;
+        let [c_id, c_scope, c_labels, c_listener, c_agent] = RUN_COLUMNS.of(row.relid(), row.desc)?;
         let run = row.get(c_id).map(|d| uuid_text(d)).unwrap_or_default();
-        let path = scope_path(row.get(c_scope).ok_or_else(|| not_null("runs", "scope"))?)?;
+        let mut changes: Vec<(i32, Option<Datum>)> = Vec::new();
+        let given_scope = row.get(c_scope).map(|d| scope_path(d)).transpose()?;
+        let path = match row.get(c_listener) {
+            Some(listener) => {
+                let id = listener.value() as i64;
+                let (listener_scope, listener_agent) = as_owner(row.owner(), || with_spi(|| {
+                    let n = LISTENER.execute(&[pg_sys::INT8OID], &[Some(listener)], true, 1)?;
+                    if n == 0 {
+                        return Err(Error::new(FOREIGN_KEY_VIOLATION, format!("listener {id} does not exist"))
+                            .constraint("runs_listener_id_fkey")
+                            .table("pg_labels", "runs"));
+                    }
+                    Ok((scope_path(result_datum(0, 1).ok_or_else(|| Error::corrupt("scope"))?)?,
+                        result_datum(0, 2).map(text_of)))
+                }))?;
+                // The event binding decides where the run is: the listener's scope, nothing
+                // wider (it could carry more) and nothing else.
+                match &given_scope {
+                    Some(p) if *p != listener_scope => {
+                        return Err(refusal::run_not_opened(&run, p, &[], Some((id, &listener_scope))));
+                    }
+                    Some(_) => {}
+                    None => changes.push((c_scope, Some(ret_scope(&listener_scope)?))),
+                }
+                match (row.get(c_agent).map(text_of), listener_agent) {
+                    (Some(a), Some(l)) if a != l => {
+                        return Err(Error::new(crate::sharing::CHECK_VIOLATION, format!(
+                            "run {run} is opened for listener {id}, which is bound to agent {l}, not {a}"))
+                            .hint("Check the event binding before assuming the listener is wrong: leave agent NULL to take the listener's.")
+                            .constraint("runs_listener_check")
+                            .table("pg_labels", "runs"));
+                    }
+                    (None, Some(l)) => changes.push((c_agent, Some(spi::text_datum(&l)?))),
+                    _ => {}
+                }
+                listener_scope
+            }
+            None => given_scope.ok_or_else(|| not_null("runs", "scope"))?,
+        };
         let given = match row.get(c_labels) {
             Some(d) => datum_labelset(d)?,
             None => LabelSet::EMPTY,
@@ -380,21 +462,7 @@ sql_function! {
         if !escaping.is_empty() {
             return Err(refusal::run_not_opened(&run, &path, &escaping, None));
         }
-        if let Some(listener) = row.get(c_listener) {
-            let listener_scope = as_owner(row.owner(), || with_spi(|| {
-                let n = LISTENER_SCOPE.execute(&[pg_sys::INT8OID], &[Some(listener)], true, 1)?;
-                if n == 0 {
-                    return Err(Error::new(FOREIGN_KEY_VIOLATION, format!("listener {} does not exist", listener.value() as i64))
-                        .constraint("runs_listener_id_fkey")
-                        .table("pg_labels", "runs"));
-                }
-                scope_path(result_datum(0, 1).ok_or_else(|| Error::corrupt("scope"))?)
-            }))?;
-            if !scope::reaches(&path, &listener_scope) {
-                let l = labelset::from_entries(vec![scope::label_entry(&listener_scope)]);
-                return Err(refusal::run_not_opened(&run, &path, &l, Some((listener.value() as i64, &listener_scope))));
-            }
-        }
-        Ok(row.modified(&[(c_labels, Some(ret_labelset(&initial)?))]))
+        changes.push((c_labels, Some(ret_labelset(&initial)?)));
+        Ok(row.modified(&changes))
     }
 }

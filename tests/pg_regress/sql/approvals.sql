@@ -96,7 +96,7 @@ SET ROLE regress_pg_labels_alice;
 SELECT pg_labels.decide_approval(:barrier_request, true) IS NOT NULL AS decided;
 SET ROLE regress_pg_labels_platform;
 INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES
-  ('a1000000-0000-0000-0000-000000000001', 'context_read', '{area:acme/finance}');
+  ('a1000000-0000-0000-0000-000000000001', 'input', '{area:acme/finance}');
 INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES
   ('a1000000-0000-0000-0000-000000000001', 'tool_called', 'crm.update', '{"deal": 4}');
 SELECT decision, rule FROM pg_labels.gate('a1000000-0000-0000-0000-000000000001', 'crm.update', '{"deal": 4}');

@@ -93,7 +93,7 @@ RETURNING tool, decision, rule;
 
 -- the seed's scenario: once area:acme/platform has entered a finance run, every action is refused
 INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES
-  ('22222222-2222-2222-2222-222222222222', 'context_read', '{area:acme/platform}');
+  ('22222222-2222-2222-2222-222222222222', 'input', '{area:acme/platform}');
 SELECT labels, labels <@ scope AS within_scope FROM pg_labels.runs WHERE id = '22222222-2222-2222-2222-222222222222';
 INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES
   ('22222222-2222-2222-2222-222222222222', 'tool_called', 'tickets.read');
