@@ -39,11 +39,15 @@ CREATE TABLE bench_plpgsql.steps (
     origin_run uuid,
     artifact_id uuid,
     digest text,
+    share_id bigint,
+    crossing_ids bigint[],
     actor text NOT NULL DEFAULT current_user,
-    created_at timestamptz NOT NULL DEFAULT now()
+    created_at timestamptz NOT NULL DEFAULT now(),
+    CHECK (kind <> 'context_read' OR artifact_id IS NOT NULL)
 );
 CREATE INDEX ON bench_plpgsql.steps (run_id, id);
 CREATE INDEX ON bench_plpgsql.steps USING gin (labels);
+CREATE INDEX ON bench_plpgsql.steps (artifact_id) WHERE artifact_id IS NOT NULL;
 CREATE UNIQUE INDEX ON bench_plpgsql.steps (request_id) WHERE kind = 'approval_decided';
 CREATE UNIQUE INDEX ON bench_plpgsql.steps (request_id) WHERE kind = 'tool_called';
 INSERT INTO bench_plpgsql.tools (name, effect) VALUES ('tickets.read', 'read'), ('tickets.update', 'reversible_write');

@@ -49,8 +49,8 @@ SELECT decision, rule, reason FROM pg_labels.gate(:'run', 'stripe.refund', '{"or
 \set VERBOSITY verbose
 INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES (:'run', 'tool_called', 'stripe.refund', '{"order": 1234}');
 
-\echo '== Context from acme/finance enters the run: from now on every action is refused'
-INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES (:'run', 'context_read', '{area:acme/finance}');
+\echo '== A customer pastes a finance export into the thread: from now on every action is refused'
+INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES (:'run', 'input', '{origin:slack/T01/C02,area:acme/finance}');
 SELECT decision, rule, reason FROM pg_labels.gate(:'run', 'kb.search', '{"q": "refund policy"}');
 INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES (:'run', 'tool_called', 'kb.search', '{"q": "refund policy"}');
 

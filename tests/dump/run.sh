@@ -21,8 +21,11 @@ echo "restored: $after"
 # enforcement is back, and new steps get new ids
 refused=$(q -d dump_dst -At -c "SELECT count(*) FROM pg_labels.steps" \
     -c "DO \$\$ BEGIN INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('e0000000-0000-0000-0000-000000000001', 'tool_called', 'd.pay'); RAISE EXCEPTION 'not refused'; EXCEPTION WHEN SQLSTATE '23L02' THEN RAISE NOTICE 'refused'; END \$\$" 2>&1 | grep -c refused || true)
+# run 1 read finance data under crossing 1: its call passes only if the restored crossing is honored
 q -d dump_dst -c "INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('e0000000-0000-0000-0000-000000000001', 'tool_called', 'd.read')"
 [ "$refused" = 1 ] || { echo "dump: FAILED (the restored trail is not enforced)" >&2; exit 1; }
+next=$(q -d dump_dst -At -c "SELECT pg_labels.authorize_crossing('acme/finance', 'acme/ops', 'after restore')")
+[ "$next" = 3 ] || { echo "dump: FAILED (crossing ids do not continue: got $next)" >&2; exit 1; }
 q -d postgres -c "DROP DATABASE dump_src" -c "DROP DATABASE dump_dst"
 rm -f "$dump"
 echo "dump: ok (rows kept by pg_dump, enforcement and ids continue after restore)"

@@ -247,6 +247,26 @@ INSERT INTO pg_labels.steps (run_id, kind, artifact_id) VALUES
 RETURNING labels, crossing_ids = ARRAY[:fin_legal, :hr_legal]::bigint[] AS each_label_its_crossing;
 RESET ROLE;
 
+-- every write path is judged: COPY, MERGE, INSERT ... ON CONFLICT; a refused row writes nothing
+SET ROLE regress_share_platform;
+SELECT count(*) AS shares_before FROM pg_labels.shares \gset
+COPY pg_labels.shares (artifact_id, to_scope) FROM STDIN;
+d5a00000-0000-0000-0000-000000000001	acme
+d5a00000-0000-0000-0000-000000000001	acme/sales
+\.
+MERGE INTO pg_labels.shares s
+USING (VALUES ('d5a00000-0000-0000-0000-000000000001'::uuid, 'globex'::scope)) v (a, t) ON false
+WHEN NOT MATCHED THEN INSERT (artifact_id, to_scope) VALUES (v.a, v.t);
+INSERT INTO pg_labels.shares (artifact_id, to_scope) VALUES ('d5a00000-0000-0000-0000-000000000001', 'acme/hr')
+ON CONFLICT DO NOTHING;
+SELECT count(*) - :shares_before AS shares_written FROM pg_labels.shares;
+-- an artifact written by COPY still takes its run's labels
+COPY pg_labels.artifacts (id, origin_run, digest, labels) FROM STDIN;
+d5a00000-0000-0000-0000-000000000005	d5000000-0000-0000-0000-00000000000f	2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824	{}
+\.
+SELECT labels FROM pg_labels.artifacts WHERE id = 'd5a00000-0000-0000-0000-000000000005';
+RESET ROLE;
+
 -- artifacts, shares and crossings are sealed, for their owner too
 UPDATE pg_labels.artifacts SET labels = '{}' WHERE id = 'd5a00000-0000-0000-0000-000000000001';
 DELETE FROM pg_labels.shares;
