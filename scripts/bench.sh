@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Benchmarks, run on demand (not in CI): builds the release build, starts a throwaway cluster
 # and prints, from one run, ratios of pg_labels against PostgreSQL's own types and against a
-# plain table and a PL/pgSQL implementation of the same rules.
+# plain table and a PL/pgSQL implementation of the same rules, and the publication check's time.
 #   scripts/bench.sh            both
 #   scripts/bench.sh types      the types (bench/types.sql)
 #   scripts/bench.sh trail      trail inserts with pgbench (bench/trail_*.sql)
+#   scripts/bench.sh publication  the publication check on 10,000-step declarations
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 what=${1:-all}
 
@@ -55,4 +56,11 @@ if [ "$what" = all ] || [ "$what" = trail ]; then
     done
     echo "tps, median of $rounds rounds; goals: a/b >= 0.75, a/c >= 1.5"
     "$PGBIN/psql" -X -q -d bench_trail -c "SELECT 'pg_labels.steps' AS t, count(*) FROM pg_labels.steps UNION ALL SELECT 'bench_plain.steps', count(*) FROM bench_plain.steps UNION ALL SELECT 'bench_plpgsql.steps', count(*) FROM bench_plpgsql.steps"
+fi
+
+if [ "$what" = all ] || [ "$what" = publication ]; then
+    psql_q -c "DROP DATABASE IF EXISTS bench_publication" -c "CREATE DATABASE bench_publication"
+    psql_q -d bench_publication -c "CREATE EXTENSION pg_labels"
+    log "publication: 10,000-step declarations, checked against unchecked"
+    "$PGBIN/psql" -X -q -d bench_publication -f "$ROOT/bench/publication.sql"
 fi

@@ -19,6 +19,7 @@ pub mod fmgr;
 pub mod heap;
 pub mod labelset;
 pub mod labelset_gin;
+pub mod publication;
 pub mod refusal;
 pub mod retention;
 pub mod scope;
@@ -41,6 +42,11 @@ pub mod trail;
     "../sql/sharing.sql",
     name = "sharing",
     requires = ["platform"]
+);
+::pgrx::extension_sql_file!(
+    "../sql/publication.sql",
+    name = "publication",
+    requires = ["sharing"]
 );
 
 #[cfg(any(test, feature = "pg_test"))]

@@ -133,6 +133,33 @@ pub fn run_not_opened(
         .table("pg_labels", "runs")
 }
 
+/// The seed's rule for publication.
+pub const PUBLICATION_HINT: &str = "If data from an untrusted source can reach a destructive or financial tool, the version is \
+not published: such actions do not become safe by being approved after the model has already proposed them. Let the \
+irreversible step read only trusted inputs (source:agent, or outputs of tools with trusted_output = true on trusted \
+inputs), or make it a reversible write, which a person approves on the concrete call.";
+
+/// A run opened for an agent version in another scope than the version's.
+pub fn run_not_published(
+    run: &str,
+    run_scope: &[u8],
+    agent: &str,
+    version: i32,
+    version_scope: &[u8],
+) -> Error {
+    let (s, v) = (scope::to_text(run_scope), scope::to_text(version_scope));
+    Error::new(
+        DATA_BARRIER,
+        format!("data_barrier: run {run} is not opened: agent {agent} version {version} is published in scope {v}, not {s}"),
+    )
+    .detail(format!(
+        "Run {run} (scope {s}) was opened for agent {agent} version {version}, published in scope {v}: a run of a published version has the version's scope."
+    ))
+    .hint(BARRIER_HINT)
+    .constraint(Rule::DataBarrier.name())
+    .table("pg_labels", "runs")
+}
+
 /// The seed's rule for context: where a share or read is refused.
 pub const SHARE_HINT: &str = "A listener may only receive context when its scope can carry that context's labels, or when \
 an explicit boundary-crossing authorization is recorded. If this data is meant to cross, a person the DBA allows records \

@@ -50,6 +50,15 @@ unsafe fn describe(row: &Row, tuple: pg_sys::HeapTuple) -> String {
                     .map(|d| uuid_text(d))
                     .unwrap_or_default()
             ),
+            "agent_versions" => format!(
+                "Version {} of agent {} is published.",
+                value(c"version")
+                    .map(|d| d.value() as i32)
+                    .unwrap_or_default(),
+                value(c"agent")
+                    .map(|d| String::from_utf8_lossy(crate::spi::datum_bytes(d)).into_owned())
+                    .unwrap_or_default()
+            ),
             t => format!("A row of pg_labels.{t}."),
         }
     }
@@ -131,6 +140,13 @@ sql_function! {
         let row = Row::of(fc, "pg_labels.append_only()")?;
         let table = table_name(&row);
         match row.op() {
+            op if table == "agent_versions" => Err(refusal::sealed(
+                &table,
+                format!("a published version never changes: {} of pg_labels.agent_versions is refused",
+                    match op { pg_sys::TRIGGER_EVENT_TRUNCATE => "TRUNCATE", pg_sys::TRIGGER_EVENT_DELETE => "DELETE", _ => "UPDATE" }),
+                if op == pg_sys::TRIGGER_EVENT_TRUNCATE { "Runs name the versions they were opened for.".to_string() } else { describe(&row, row.tuple) },
+            )
+            .hint("Publish a new version (the same agent, a higher version); runs keep naming the version they were opened for.")),
             pg_sys::TRIGGER_EVENT_TRUNCATE if table == "crossings" => Err(refusal::sealed(
                 &table,
                 "TRUNCATE of pg_labels.crossings is refused".into(),

@@ -62,8 +62,17 @@ static FIND_APPROVAL: SavedPlan = SavedPlan::new(
 static LISTENER: SavedPlan =
     SavedPlan::new(c"SELECT scope, agent FROM pg_labels.listeners WHERE id = $1");
 
-static RUN_COLUMNS: Columns<5> =
-    Columns::new([c"id", c"scope", c"labels", c"listener_id", c"agent"]);
+static RUN_COLUMNS: Columns<6> = Columns::new([
+    c"id",
+    c"scope",
+    c"labels",
+    c"listener_id",
+    c"agent",
+    c"agent_version",
+]);
+
+static VERSION_SCOPE: SavedPlan =
+    SavedPlan::new(c"SELECT scope FROM pg_labels.agent_versions WHERE agent = $1 AND version = $2");
 
 /// The row a row-level trigger was fired for, with its relation.
 pub(crate) struct Row {
@@ -411,10 +420,11 @@ sql_function! {
         if !row.is_before_row() || row.op() != pg_sys::TRIGGER_EVENT_INSERT {
             return Err(Error::new(TRIGGER_PROTOCOL, "pg_labels.runs_open() must fire BEFORE INSERT FOR EACH ROW"));
         }
-        let [c_id, c_scope, c_labels, c_listener, c_agent] = RUN_COLUMNS.of(row.relid(), row.desc)?;
+        let [c_id, c_scope, c_labels, c_listener, c_agent, c_version] = RUN_COLUMNS.of(row.relid(), row.desc)?;
         let run = row.get(c_id).map(|d| uuid_text(d)).unwrap_or_default();
         let mut changes: Vec<(i32, Option<Datum>)> = Vec::new();
         let given_scope = row.get(c_scope).map(|d| scope_path(d)).transpose()?;
+        let mut agent = row.get(c_agent).map(text_of);
         let path = match row.get(c_listener) {
             Some(listener) => {
                 let id = listener.value() as i64;
@@ -437,7 +447,7 @@ sql_function! {
                     Some(_) => {}
                     None => changes.push((c_scope, Some(ret_scope(&listener_scope)?))),
                 }
-                match (row.get(c_agent).map(text_of), listener_agent) {
+                match (agent.clone(), listener_agent) {
                     (Some(a), Some(l)) if a != l => {
                         return Err(Error::new(crate::sharing::CHECK_VIOLATION, format!(
                             "run {run} is opened for listener {id}, which is bound to agent {l}, not {a}"))
@@ -445,12 +455,48 @@ sql_function! {
                             .constraint("runs_listener_check")
                             .table("pg_labels", "runs"));
                     }
-                    (None, Some(l)) => changes.push((c_agent, Some(spi::text_datum(&l)?))),
+                    (None, Some(l)) => {
+                        changes.push((c_agent, Some(spi::text_datum(&l)?)));
+                        agent = Some(l);
+                    }
                     _ => {}
                 }
-                listener_scope
+                Some(listener_scope)
             }
-            None => given_scope.ok_or_else(|| not_null("runs", "scope"))?,
+            None => given_scope,
+        };
+        // A run of a published version has the version's scope ("the agent was published in
+        // the right company and area").
+        let path = match row.get(c_version) {
+            Some(v) => {
+                let version = v.value() as i32;
+                let no_version = |what: String| Error::new(FOREIGN_KEY_VIOLATION, what)
+                    .detail("A run opened for an agent version names an agent and a version of pg_labels.agent_versions.")
+                    .constraint("runs_agent_version_fkey")
+                    .table("pg_labels", "runs");
+                let Some(a) = agent.clone() else {
+                    return Err(no_version(format!("run {run} names agent version {version} but no agent")));
+                };
+                let agent_d = spi::text_datum(&a)?;
+                let version_scope = as_owner(row.owner(), || with_spi(|| {
+                    if VERSION_SCOPE.execute(&[pg_sys::TEXTOID, pg_sys::INT4OID], &[Some(agent_d), Some(v)], true, 1)? == 0 {
+                        return Ok(None);
+                    }
+                    Ok(Some(scope_path(result_datum(0, 1).ok_or_else(|| Error::corrupt("scope"))?)?))
+                }))?
+                .ok_or_else(|| no_version(format!("agent {a} has no published version {version}")))?;
+                match path {
+                    Some(p) if p != version_scope => {
+                        return Err(refusal::run_not_published(&run, &p, &a, version, &version_scope));
+                    }
+                    Some(p) => p,
+                    None => {
+                        changes.push((c_scope, Some(ret_scope(&version_scope)?)));
+                        version_scope
+                    }
+                }
+            }
+            None => path.ok_or_else(|| not_null("runs", "scope"))?,
         };
         let given = match row.get(c_labels) {
             Some(d) => datum_labelset(d)?,

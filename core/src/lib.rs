@@ -1,5 +1,6 @@
 //! The pure logic of pg_labels, with no PostgreSQL in sight: the scope and label grammar,
-//! the containment rule, and the set algebra on labels. The extension crate maps it to SQL.
+//! the containment rule, the set algebra on labels, crossings, and the publication check's
+//! flow analysis. The extension crate maps it to SQL.
 //!
 //! Internal forms (what the datums hold after their version byte):
 //! - a scope is its path, segments joined by [`scope::SEP`] (the installation is empty);
@@ -8,6 +9,7 @@
 
 pub mod crossing;
 pub mod error;
+pub mod flow;
 pub mod label;
 pub mod labelset;
 pub mod rules;

@@ -16,3 +16,7 @@ INSERT INTO pg_labels.shares (artifact_id, to_scope) VALUES ('ea000000-0000-0000
 INSERT INTO pg_labels.steps (run_id, kind, artifact_id) VALUES ('e0000000-0000-0000-0000-000000000001', 'context_read', 'ea000000-0000-0000-0000-000000000001');
 SELECT pg_labels.authorize_crossing('acme/finance', 'globex', 'revoked before the dump');
 SELECT pg_labels.revoke_crossing(2, 'done');
+-- a published version and a run of it
+INSERT INTO pg_labels.agent_versions (agent, version, scope, steps) VALUES ('bot', 1, 'acme/ops',
+  '{"steps": [{"id": "r", "tool": "d.read", "inputs": ["source:slack"]}, {"id": "u", "tool": "d.update", "inputs": ["r"]}]}');
+INSERT INTO pg_labels.runs (id, agent, agent_version) VALUES ('e0000000-0000-0000-0000-000000000003', 'bot', 1);
