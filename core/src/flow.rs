@@ -361,22 +361,17 @@ pub fn analyze(
         let mut hops = vec![sink];
         let mut at = sink;
         let mut elided = false;
-        loop {
-            match via[at] {
-                Some(Input::Step(j)) => {
-                    // j's output was untrusted: through its inputs, or its own tool
-                    if hops.len() == MAX_HOPS {
-                        elided = true;
-                        break;
-                    }
-                    hops.push(j);
-                    if origin[j].is_none() {
-                        break; // j's tool output is the origin
-                    }
-                    at = j;
-                }
-                _ => break, // an untrusted source
+        // until an untrusted source, or a step whose own tool output is the origin
+        while let Some(Input::Step(j)) = via[at] {
+            if hops.len() == MAX_HOPS {
+                elided = true;
+                break;
             }
+            hops.push(j);
+            if origin[j].is_none() {
+                break;
+            }
+            at = j;
         }
         hops.reverse();
         Path {
