@@ -84,11 +84,11 @@ pub fn views(active: &[Active]) -> Vec<Crossing<'_>> {
     active.iter().map(Active::view).collect()
 }
 
-/// The active crossings whose `to_scope` reaches `target`, ascending by id, each locked
-/// `FOR SHARE` until the end of the transaction. Runs as `owner`.
-pub unsafe fn active_into(owner: Oid, target: &[u8]) -> Result<Vec<Active>> {
+/// The scope and its ancestors, as a `text[]` datum (`{acme/platform,acme,*}`): what SPI
+/// statements compare a scope column with, as `col::text = ANY ($1)`, without needing the
+/// extension's operators (those statements run under `search_path = pg_catalog, pg_temp`).
+pub unsafe fn ancestors_array(target: &[u8]) -> Result<Datum> {
     unsafe {
-        // the target and its ancestors, as text: the crossings that may reach it
         let mut ancestors = vec![spi::text_datum(&scope::to_text(target))?];
         let mut p = target;
         while let Some(parent) = scope::parent(p) {
@@ -103,11 +103,20 @@ pub unsafe fn active_into(owner: Oid, target: &[u8]) -> Result<Vec<Active>> {
             false,
             pg_sys::TYPALIGN_INT as std::ffi::c_char,
         );
+        Ok(Datum::from(array))
+    }
+}
+
+/// The active crossings whose `to_scope` reaches `target`, ascending by id, each locked
+/// `FOR SHARE` until the end of the transaction. Runs as `owner`.
+pub unsafe fn active_into(owner: Oid, target: &[u8]) -> Result<Vec<Active>> {
+    unsafe {
+        let array = ancestors_array(target)?;
         as_owner(owner, || {
             with_spi(|| {
                 let n = ACTIVE_INTO.execute(
                     &[pg_sys::TEXTARRAYOID],
-                    &[Some(Datum::from(array))],
+                    &[Some(array)],
                     false,
                     0,
                 )?;

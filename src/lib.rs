@@ -19,17 +19,25 @@ pub mod fmgr;
 pub mod heap;
 pub mod labelset;
 pub mod labelset_gin;
+pub mod provenance;
 pub mod publication;
 pub mod refusal;
 pub mod retention;
 pub mod scope;
 pub mod scope_support;
 pub mod seal;
+pub mod session;
 pub mod sharing;
 pub mod spi;
 pub mod trail;
 
 ::pgrx::pg_module_magic!(name, version);
+
+/// On loading the library into a backend: the callbacks that end entered scopes.
+#[pgrx::pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    unsafe { session::init() }
+}
 
 // The whole SQL surface is written by hand, grouped by kind, in these files.
 ::pgrx::extension_sql_file!("../sql/types.sql", name = "types", bootstrap);
@@ -47,6 +55,13 @@ pub mod trail;
     "../sql/publication.sql",
     name = "publication",
     requires = ["sharing"]
+);
+::pgrx::extension_sql_file!("../sql/rls.sql", name = "rls", requires = ["publication"]);
+::pgrx::extension_sql_file!(
+    "../sql/provenance.sql",
+    name = "provenance",
+    requires = ["rls"],
+    finalize
 );
 
 #[cfg(any(test, feature = "pg_test"))]
