@@ -6,6 +6,7 @@
 #   scripts/bench.sh types      the types (bench/types.sql)
 #   scripts/bench.sh trail      trail inserts with pgbench (bench/trail_*.sql)
 #   scripts/bench.sh publication  the publication check on 10,000-step declarations
+#   scripts/bench.sh lineage    lineage over a 10,000-run chain
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 what=${1:-all}
 
@@ -63,4 +64,12 @@ if [ "$what" = all ] || [ "$what" = publication ]; then
     psql_q -d bench_publication -c "CREATE EXTENSION pg_labels"
     log "publication: 10,000-step declarations, checked against unchecked"
     "$PGBIN/psql" -X -q -d bench_publication -f "$ROOT/bench/publication.sql"
+fi
+
+if [ "$what" = all ] || [ "$what" = lineage ]; then
+    psql_q -c "DROP DATABASE IF EXISTS bench_lineage" -c "DROP ROLE IF EXISTS bench_analyst" -c "CREATE DATABASE bench_lineage"
+    psql_q -d bench_lineage -c "CREATE EXTENSION pg_labels"
+    log "lineage: a 10,000-run chain"
+    "$PGBIN/psql" -X -q -d bench_lineage -f "$ROOT/bench/lineage.sql"
+    psql_q -d bench_lineage -c "DROP OWNED BY bench_analyst" -c "DROP ROLE bench_analyst"
 fi

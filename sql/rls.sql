@@ -61,7 +61,9 @@ BEGIN
                 SELECT rel::regclass FROM tree
     LOOP
         EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY', part);
-        EXECUTE format('DROP POLICY IF EXISTS pg_labels_visible ON %s', part);
+        IF EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polname = 'pg_labels_visible') THEN
+            EXECUTE format('DROP POLICY pg_labels_visible ON %s', part);
+        END IF;
         EXECUTE format('CREATE POLICY pg_labels_visible ON %s AS RESTRICTIVE USING (pg_labels.visible(%I)) WITH CHECK (pg_labels.visible(%I))',
                        part, col, col);
         -- restrictive policies only narrow what a permissive one allows: add one if there is none

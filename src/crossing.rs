@@ -114,12 +114,7 @@ pub unsafe fn active_into(owner: Oid, target: &[u8]) -> Result<Vec<Active>> {
         let array = ancestors_array(target)?;
         as_owner(owner, || {
             with_spi(|| {
-                let n = ACTIVE_INTO.execute(
-                    &[pg_sys::TEXTARRAYOID],
-                    &[Some(array)],
-                    false,
-                    0,
-                )?;
+                let n = ACTIVE_INTO.execute(&[pg_sys::TEXTARRAYOID], &[Some(array)], false, 0)?;
                 (0..n)
                     .map(|i| {
                         let scope_of = |col| -> Result<Vec<u8>> {

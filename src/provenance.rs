@@ -3,27 +3,44 @@
 //! A breadth-first walk: one statement per level reads the `context_read` steps of all the runs
 //! of that level (`run_id = ANY ($1)`, served by `steps_context_read_idx`), and a run is
 //! expanded once, at its shortest depth, so cycles (two runs reading each other's artifacts)
-//! end the walk. The statements run as the caller: row-level security decides what lineage an
-//! analyst sees.
+//! end the walk; one last statement reads the scope and agent of every upstream run. The
+//! statements run as the caller: row-level security decides what lineage an analyst sees (a
+//! read step it cannot see is not followed; a run it cannot see has no scope or agent).
 
 use crate::error::Error;
-use crate::fmgr::{arg, arg_is_null};
-use crate::spi::{result_datum, with_spi, SavedPlan};
+use crate::fmgr::{arg, arg_is_null, datum_labelset, ret_labelset};
+use crate::spi::{datum_bytes, result_datum, text_datum, with_spi, SavedPlan};
 use crate::sql_function;
 use pgrx::pg_sys::{self, Datum};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 static READS_OF: SavedPlan = SavedPlan::new(
-    c"SELECT s.origin_run, r.scope, r.agent, s.artifact_id, s.digest, s.labels, s.run_id, s.id, s.created_at
-        FROM pg_labels.steps s LEFT JOIN pg_labels.runs r ON r.id = s.origin_run
-       WHERE s.kind = 'context_read' AND s.run_id = ANY ($1)
-       ORDER BY s.run_id, s.id",
+    c"SELECT s.origin_run, s.artifact_id, s.digest, s.labels, s.run_id, s.id, s.created_at
+        FROM pg_labels.steps s
+       WHERE s.kind = 'context_read' AND s.run_id = ANY ($1)",
 );
 
-/// Columns of a lineage row after `depth`, as READS_OF returns them.
-const COLUMNS: usize = 9;
+static RUNS: SavedPlan =
+    SavedPlan::new(c"SELECT r.id, r.scope, r.agent FROM pg_labels.runs r WHERE r.id = ANY ($1)");
 
-unsafe fn uuid_array(ids: &[[u8; 16]]) -> Datum {
+/// The columns `lineage()` returns.
+const COLUMNS: usize = 10;
+
+type Uuid = [u8; 16];
+
+/// One context read found by the walk, copied out of SPI's memory.
+struct Read {
+    depth: i32,
+    upstream: Option<Uuid>,
+    artifact: Option<Uuid>,
+    digest: Option<Vec<u8>>,
+    labels: Vec<u8>,
+    reader: Uuid,
+    step: i64,
+    at: i64,
+}
+
+unsafe fn uuid_array(ids: &[Uuid]) -> Datum {
     unsafe {
         let mut elems: Vec<Datum> = ids.iter().map(crate::sharing::uuid_datum).collect();
         let a = pg_sys::construct_array(
@@ -38,9 +55,11 @@ unsafe fn uuid_array(ids: &[[u8; 16]]) -> Datum {
     }
 }
 
-unsafe fn uuid_bytes(d: Datum) -> [u8; 16] {
+unsafe fn uuid_bytes(d: Datum) -> Uuid {
     let mut u = [0u8; 16];
-    unsafe { std::ptr::copy_nonoverlapping(d.cast_mut_ptr::<u8>() as *const u8, u.as_mut_ptr(), 16) };
+    unsafe {
+        std::ptr::copy_nonoverlapping(d.cast_mut_ptr::<u8>() as *const u8, u.as_mut_ptr(), 16)
+    };
     u
 }
 
@@ -48,51 +67,89 @@ sql_function! {
     /// `pg_labels.lineage(run uuid) → TABLE (depth, run_id, scope, agent, artifact_id, digest,
     /// labels, read_by, read_step, read_at)`
     fn pgl_lineage(fc) {
-        if arg_is_null(fc, 0) {
-            return crate::fmgr::ret_null(fc);
-        }
-        let start = uuid_bytes(arg(fc, 0));
         let rsinfo = (*fc).resultinfo as *mut pg_sys::ReturnSetInfo;
         if rsinfo.is_null() || (*rsinfo).type_ != pg_sys::NodeTag::T_ReturnSetInfo {
             return Err(Error::new(*b"0A000", "pg_labels.lineage() must be called in a FROM clause"));
         }
         pg_sys::InitMaterializedSRF(fc, pg_sys::MAT_SRF_USE_EXPECTED_DESC);
         let (store, desc) = ((*rsinfo).setResult, (*rsinfo).setDesc);
-        if (*desc).natts as usize != COLUMNS + 1 {
+        if (*desc).natts as usize != COLUMNS {
             return Err(Error::new(*b"42804", "pg_labels.lineage() returns 10 columns"));
         }
+        if arg_is_null(fc, 0) {
+            return Ok(Datum::from(0usize));
+        }
+        let start = uuid_bytes(arg(fc, 0));
+
+        // the walk, then the upstream runs' scope and agent
+        let mut reads: Vec<Read> = Vec::new();
+        let mut runs: HashMap<Uuid, (Option<Vec<u8>>, Option<Vec<u8>>)> = HashMap::new();
         with_spi(|| {
-            let mut seen: HashSet<[u8; 16]> = HashSet::from([start]);
+            let mut seen: HashSet<Uuid> = HashSet::from([start]);
             let mut frontier = vec![start];
+            // the start is looked up too: a cycle leads back to it
+            let mut upstream_runs = vec![start];
             let mut depth: i32 = 0;
             while !frontier.is_empty() {
                 depth += 1;
                 let n = READS_OF.execute(&[pg_sys::UUIDARRAYOID], &[Some(uuid_array(&frontier))], true, 0)?;
-                let mut next = Vec::new();
+                let first = reads.len();
                 for i in 0..n {
-                    let mut values = [Datum::from(0usize); COLUMNS + 1];
-                    let mut nulls = [true; COLUMNS + 1];
-                    values[0] = Datum::from(depth);
-                    nulls[0] = false;
-                    for c in 0..COLUMNS {
-                        if let Some(d) = result_datum(i, c as i32 + 1) {
-                            values[c + 1] = d;
-                            nulls[c + 1] = false;
-                        }
-                    }
-                    pg_sys::tuplestore_putvalues(store, desc, values.as_mut_ptr(), nulls.as_mut_ptr());
-                    if let Some(up) = result_datum(i, 1) {
-                        let up = uuid_bytes(up);
-                        if seen.insert(up) {
-                            next.push(up);
-                        }
-                    }
+                    let upstream = result_datum(i, 1).map(|d| uuid_bytes(d));
+                    reads.push(Read {
+                        depth,
+                        upstream,
+                        artifact: result_datum(i, 2).map(|d| uuid_bytes(d)),
+                        digest: result_datum(i, 3).map(|d| datum_bytes(d).to_vec()),
+                        labels: match result_datum(i, 4) {
+                            Some(d) => datum_labelset(d)?.body().to_vec(),
+                            None => Vec::new(),
+                        },
+                        reader: result_datum(i, 5).map(|d| uuid_bytes(d)).unwrap_or_default(),
+                        step: result_datum(i, 6).map(|d| d.value() as i64).unwrap_or_default(),
+                        at: result_datum(i, 7).map(|d| d.value() as i64).unwrap_or_default(),
+                    });
                 }
                 pg_sys::SPI_freetuptable(pg_sys::SPI_tuptable);
-                frontier = next;
+                reads[first..].sort_by_key(|r| r.step);
+                frontier = reads[first..]
+                    .iter()
+                    .filter_map(|r| r.upstream)
+                    .filter(|u| seen.insert(*u))
+                    .collect();
+                upstream_runs.extend_from_slice(&frontier);
+            }
+            if upstream_runs.len() > 1 {
+                let n = RUNS.execute(&[pg_sys::UUIDARRAYOID], &[Some(uuid_array(&upstream_runs))], true, 0)?;
+                for i in 0..n {
+                    let Some(id) = result_datum(i, 1) else { continue };
+                    let scope = result_datum(i, 2).map(|d| datum_bytes(d).to_vec());
+                    let agent = result_datum(i, 3).map(|d| datum_bytes(d).to_vec());
+                    runs.insert(uuid_bytes(id), (scope, agent));
+                }
             }
             Ok(())
         })?;
+
+        for r in &reads {
+            let run = r.upstream.and_then(|u| runs.get(&u));
+            let cells: [Option<Datum>; COLUMNS] = [
+                Some(Datum::from(r.depth)),
+                r.upstream.as_ref().map(crate::sharing::uuid_datum),
+                // the scope datum's bytes are its varlena body (version byte and path)
+                run.and_then(|x| x.0.as_deref()).map(crate::fmgr::ret_bytes).transpose()?,
+                run.and_then(|x| x.1.as_deref()).map(crate::fmgr::ret_bytes).transpose()?,
+                r.artifact.as_ref().map(crate::sharing::uuid_datum),
+                r.digest.as_deref().map(|d| text_datum(&String::from_utf8_lossy(d))).transpose()?,
+                Some(ret_labelset(&r.labels)?),
+                Some(crate::sharing::uuid_datum(&r.reader)),
+                Some(Datum::from(r.step)),
+                Some(Datum::from(r.at)),
+            ];
+            let mut values = cells.map(|c| c.unwrap_or(Datum::from(0usize)));
+            let mut nulls = cells.map(|c| c.is_none());
+            pg_sys::tuplestore_putvalues(store, desc, values.as_mut_ptr(), nulls.as_mut_ptr());
+        }
         Ok(Datum::from(0usize))
     }
 }

@@ -13,7 +13,9 @@
 
 use crate::error::{Error, Result};
 use crate::fmgr::{arg, arg_is_null, arg_labelset, arg_scope, ret_bool, ret_null, ret_scope};
-use crate::spi::{as_owner, current_user_name, datum_bytes, result_datum, with_spi, BackendLocal, SavedPlan};
+use crate::spi::{
+    as_owner, current_user_name, datum_bytes, result_datum, with_spi, BackendLocal, SavedPlan,
+};
 use crate::sql_function;
 use pg_labels_core::scope;
 use pgrx::pg_sys::{self, Oid, SubTransactionId};
@@ -51,7 +53,10 @@ fn save_before_change() {
     }
 }
 
-unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
+unsafe extern "C-unwind" fn xact_callback(
+    event: pg_sys::XactEvent::Type,
+    _arg: *mut std::ffi::c_void,
+) {
     let s = state();
     match event {
         pg_sys::XactEvent::XACT_EVENT_COMMIT | pg_sys::XactEvent::XACT_EVENT_PREPARE => {
@@ -136,7 +141,16 @@ unsafe extern "C-unwind" fn process_utility(
             && (*(node as *mut pg_sys::DiscardStmt)).target == pg_sys::DiscardMode::DISCARD_ALL;
         match PREV_PROCESS_UTILITY {
             Some(prev) => prev(pstmt, query, read_only_tree, context, params, env, dest, qc),
-            None => standard_process_utility(pstmt, query, read_only_tree, context, params, env, dest, qc),
+            None => standard_process_utility(
+                pstmt,
+                query,
+                read_only_tree,
+                context,
+                params,
+                env,
+                dest,
+                qc,
+            ),
         }
         if discard_all {
             let s = state();
@@ -168,12 +182,21 @@ unsafe fn granted(role: Oid, target: &[u8]) -> Result<bool> {
         let ancestors = crate::crossing::ancestors_array(target)?;
         as_owner(owner, || {
             with_spi(|| {
-                let n = GRANTS_REACHING.execute(&[pg_sys::TEXTARRAYOID], &[Some(ancestors)], true, 0)?;
+                let n = GRANTS_REACHING.execute(
+                    &[pg_sys::TEXTARRAYOID],
+                    &[Some(ancestors)],
+                    true,
+                    0,
+                )?;
                 for i in 0..n {
-                    let Some(d) = result_datum(i, 1) else { continue };
+                    let Some(d) = result_datum(i, 1) else {
+                        continue;
+                    };
                     let name = std::ffi::CString::new(datum_bytes(d)).unwrap_or_default();
                     let granted_role = pg_sys::get_role_oid(name.as_ptr(), true);
-                    if granted_role != Oid::INVALID && pg_sys::is_member_of_role_nosuper(role, granted_role) {
+                    if granted_role != Oid::INVALID
+                        && pg_sys::is_member_of_role_nosuper(role, granted_role)
+                    {
                         return Ok(true);
                     }
                 }
@@ -193,7 +216,9 @@ unsafe fn effective() -> Result<Option<&'static [u8]>> {
             return Ok((e.role == user).then_some(&e.path[..]));
         }
         let xact = s.xact;
-        let Some(e) = &mut s.session else { return Ok(None) };
+        let Some(e) = &mut s.session else {
+            return Ok(None);
+        };
         if e.role != user {
             return Ok(None);
         }

@@ -92,10 +92,13 @@ impl SavedPlan {
                     pg_sys::SPI_freeplan(*plan);
                     *plan = std::ptr::null_mut();
                 }
-                let p = pg_sys::SPI_prepare(
+                // A generic plan, planned once: these are small key lookups whose custom plans
+                // would look cheaper every time and be planned again on every execution.
+                let p = pg_sys::SPI_prepare_cursor(
                     self.sql.as_ptr(),
                     types.len() as i32,
                     types.as_ptr() as *mut Oid,
+                    pg_sys::CURSOR_OPT_GENERIC_PLAN as i32,
                 );
                 if p.is_null() {
                     return Err(spi_error("prepare", pg_sys::SPI_result));
