@@ -28,6 +28,9 @@ const COLUMNS: usize = 10;
 
 type Uuid = [u8; 16];
 
+/// An upstream run's scope (datum body) and agent, when the caller can see the run.
+type RunFacts = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// One context read found by the walk, copied out of SPI's memory.
 struct Read {
     depth: i32,
@@ -83,7 +86,7 @@ sql_function! {
 
         // the walk, then the upstream runs' scope and agent
         let mut reads: Vec<Read> = Vec::new();
-        let mut runs: HashMap<Uuid, (Option<Vec<u8>>, Option<Vec<u8>>)> = HashMap::new();
+        let mut runs: HashMap<Uuid, RunFacts> = HashMap::new();
         with_spi(|| {
             let mut seen: HashSet<Uuid> = HashSet::from([start]);
             let mut frontier = vec![start];
