@@ -6,4 +6,5 @@ SELECT (SELECT count(*) FROM pg_labels.tools) AS tools, (SELECT count(*) FROM pg
           FROM pg_labels.shares s JOIN pg_labels.artifacts a ON a.id = s.artifact_id) AS shares,
        (SELECT string_agg(id || ':' || from_scope || '>' || to_scope || ':' || authorized_by || ':' || (revoked_at IS NOT NULL), ',' ORDER BY id)
           FROM pg_labels.crossings) AS crossings,
-       (SELECT string_agg(agent || '/' || version || ':' || scope || ':' || needs_approval::text, ',') FROM pg_labels.agent_versions) AS versions;
+       (SELECT string_agg(agent || '/' || version || ':' || scope || ':' || needs_approval::text, ',') FROM pg_labels.agent_versions) AS versions,
+       (SELECT string_agg(role || ':' || scope, ',') FROM pg_labels.grants) AS grants;

@@ -20,3 +20,5 @@ SELECT pg_labels.revoke_crossing(2, 'done');
 INSERT INTO pg_labels.agent_versions (agent, version, scope, steps) VALUES ('bot', 1, 'acme/ops',
   '{"steps": [{"id": "r", "tool": "d.read", "inputs": ["source:slack"]}, {"id": "u", "tool": "d.update", "inputs": ["r"]}]}');
 INSERT INTO pg_labels.runs (id, agent, agent_version) VALUES ('e0000000-0000-0000-0000-000000000003', 'bot', 1);
+-- who may enter which scope
+INSERT INTO pg_labels.grants (role, scope) VALUES ('pg_monitor', 'acme/ops');
