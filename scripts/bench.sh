@@ -14,11 +14,17 @@ setup
 install_extension release
 SERVER_RUST_BACKTRACE=0 PG_EXTRA_OPTS="-c shared_buffers=1GB -c work_mem=64MB -c max_wal_size=4GB -c synchronous_commit=off" start_cluster
 
+# A fresh database with the extension, then one benchmark script in it: $1 name, $2 what it
+# measures (for the log). The scripts are in bench/<name>.sql.
+bench_in_db() {
+    psql_q -c "DROP DATABASE IF EXISTS bench_$1" -c "CREATE DATABASE bench_$1"
+    psql_q -d "bench_$1" -c "CREATE EXTENSION pg_labels"
+    log "$1: $2"
+    "$PGBIN/psql" -X -q -d "bench_$1" -f "$ROOT/bench/$1.sql"
+}
+
 if [ "$what" = all ] || [ "$what" = types ]; then
-    psql_q -c "DROP DATABASE IF EXISTS bench_types" -c "CREATE DATABASE bench_types"
-    psql_q -d bench_types -c "CREATE EXTENSION pg_labels"
-    log "types: 1M rows against ltree and text[] (a few minutes)"
-    "$PGBIN/psql" -X -q -d bench_types -f "$ROOT/bench/types.sql"
+    bench_in_db types "1M rows against ltree and text[] (a few minutes)"
 fi
 
 if [ "$what" = all ] || [ "$what" = trail ]; then
@@ -60,16 +66,11 @@ if [ "$what" = all ] || [ "$what" = trail ]; then
 fi
 
 if [ "$what" = all ] || [ "$what" = publication ]; then
-    psql_q -c "DROP DATABASE IF EXISTS bench_publication" -c "CREATE DATABASE bench_publication"
-    psql_q -d bench_publication -c "CREATE EXTENSION pg_labels"
-    log "publication: 10,000-step declarations, checked against unchecked"
-    "$PGBIN/psql" -X -q -d bench_publication -f "$ROOT/bench/publication.sql"
+    bench_in_db publication "10,000-step declarations, checked against unchecked"
 fi
 
 if [ "$what" = all ] || [ "$what" = lineage ]; then
-    psql_q -c "DROP DATABASE IF EXISTS bench_lineage" -c "DROP ROLE IF EXISTS bench_analyst" -c "CREATE DATABASE bench_lineage"
-    psql_q -d bench_lineage -c "CREATE EXTENSION pg_labels"
-    log "lineage: a 10,000-run chain"
-    "$PGBIN/psql" -X -q -d bench_lineage -f "$ROOT/bench/lineage.sql"
+    psql_q -c "DROP ROLE IF EXISTS bench_analyst"
+    bench_in_db lineage "a 10,000-run chain"
     psql_q -d bench_lineage -c "DROP OWNED BY bench_analyst" -c "DROP ROLE bench_analyst"
 fi

@@ -129,3 +129,59 @@ proptest! {
         }
     }
 }
+
+/// JSON-ish text: braces, brackets, keys of the format, sources, ids, junk.
+fn jsonish() -> impl Strategy<Value = String> {
+    let token = prop::sample::select(vec![
+        "{", "}", "[", "]", ",", ":", "\"steps\"", "\"id\"", "\"tool\"", "\"inputs\"", "\"a\"",
+        "\"b\"", "\"source:slack\"", "\"source:agent\"", "\"source:x\"", "\"t0\"", "\"t1\"", "1",
+        "null", "true", "\"\"", " ", "\"\\u0000\"", "\"é\"",
+    ]);
+    prop::collection::vec(token, 0..40).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(20000))]
+
+    /// Whatever the text, the parser and the analysis answer (a declaration or an error), and
+    /// never panic; an accepted declaration's tools are asked for once per step.
+    #[test]
+    fn any_text_is_answered(text in jsonish()) {
+        if let Ok(steps) = flow::parse(&text) {
+            let mut asked = 0;
+            let r = flow::analyze(&steps, |name| {
+                asked += 1;
+                (name == "t0").then_some(ToolInfo { effect: Effect::Financial, trusted_output: true })
+            });
+            if r.is_ok() {
+                prop_assert_eq!(asked, steps.len());
+            }
+        }
+    }
+
+    /// Arbitrary JSON values of the right overall shape.
+    #[test]
+    fn any_value_is_answered(v in json_value()) {
+        let doc = serde_json::json!({ "steps": v });
+        if let Ok(steps) = flow::from_value(&doc) {
+            let _ = flow::analyze(&steps, |_| Some(ToolInfo { effect: Effect::ReversibleWrite, trusted_output: false }));
+        }
+    }
+}
+
+fn json_value() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::Value;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i32>().prop_map(|n| Value::from(n)),
+        prop::sample::select(vec!["a", "b", "source:slack", "source:nope", "", "t"]).prop_map(|s| Value::from(s)),
+    ];
+    leaf.prop_recursive(4, 32, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec((prop::sample::select(vec!["id", "tool", "inputs", "x"]), inner), 0..4)
+                .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+        ]
+    })
+}
