@@ -133,9 +133,30 @@ proptest! {
 /// JSON-ish text: braces, brackets, keys of the format, sources, ids, junk.
 fn jsonish() -> impl Strategy<Value = String> {
     let token = prop::sample::select(vec![
-        "{", "}", "[", "]", ",", ":", "\"steps\"", "\"id\"", "\"tool\"", "\"inputs\"", "\"a\"",
-        "\"b\"", "\"source:slack\"", "\"source:agent\"", "\"source:x\"", "\"t0\"", "\"t1\"", "1",
-        "null", "true", "\"\"", " ", "\"\\u0000\"", "\"é\"",
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        "\"steps\"",
+        "\"id\"",
+        "\"tool\"",
+        "\"inputs\"",
+        "\"a\"",
+        "\"b\"",
+        "\"source:slack\"",
+        "\"source:agent\"",
+        "\"source:x\"",
+        "\"t0\"",
+        "\"t1\"",
+        "1",
+        "null",
+        "true",
+        "\"\"",
+        " ",
+        "\"\\u0000\"",
+        "\"é\"",
     ]);
     prop::collection::vec(token, 0..40).prop_map(|v| v.concat())
 }
@@ -175,13 +196,22 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i32>().prop_map(|n| Value::from(n)),
-        prop::sample::select(vec!["a", "b", "source:slack", "source:nope", "", "t"]).prop_map(|s| Value::from(s)),
+        prop::sample::select(vec!["a", "b", "source:slack", "source:nope", "", "t"])
+            .prop_map(|s| Value::from(s)),
     ];
     leaf.prop_recursive(4, 32, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::vec((prop::sample::select(vec!["id", "tool", "inputs", "x"]), inner), 0..4)
-                .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+            prop::collection::vec(
+                (
+                    prop::sample::select(vec!["id", "tool", "inputs", "x"]),
+                    inner
+                ),
+                0..4
+            )
+            .prop_map(|kv| Value::Object(
+                kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+            )),
         ]
     })
 }
