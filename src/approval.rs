@@ -5,11 +5,11 @@
 //! that may decide. It refuses the role that requested the approval (and any role that can act
 //! as it through membership), and records the decision with the decider in `actor`.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
 use crate::fmgr::{arg, arg_is_null};
 use crate::refusal::{FOREIGN_KEY_VIOLATION, INSUFFICIENT_PRIVILEGE};
 use crate::spi::{
-    as_owner, current_user_name, datum_bytes, result_datum, with_flag, with_spi, BackendLocal,
+    as_owner, current_user_name, datum_text, result_datum, with_flag, with_spi, BackendLocal,
     SavedPlan,
 };
 use crate::sql_function;
@@ -61,7 +61,7 @@ sql_function! {
     /// `pg_labels.decide_approval(request bigint, granted boolean, reason text) → bigint`
     fn pgl_decide_approval(fc) {
         if arg_is_null(fc, 0) || arg_is_null(fc, 1) {
-            return Err(Error::new(*b"22004", "decide_approval needs a request and a decision"));
+            return Err(Error::new(NULL_VALUE_NOT_ALLOWED, "decide_approval needs a request and a decision"));
         }
         let request = arg(fc, 0).value() as i64;
         let granted = arg(fc, 1).value() != 0;
@@ -76,7 +76,7 @@ sql_function! {
                     .table("pg_labels", "steps"));
             }
             let run = result_datum(0, 1);
-            let requester = result_datum(0, 2).map(|d| String::from_utf8_lossy(datum_bytes(d)).into_owned()).unwrap_or_default();
+            let requester = result_datum(0, 2).map(|d| datum_text(d)).unwrap_or_default();
             let (tool, args) = (result_datum(0, 3), result_datum(0, 4));
             let decided = result_datum(0, 5).map(|d| d.value() != 0).unwrap_or(false);
             if requester == approver {

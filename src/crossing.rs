@@ -11,7 +11,10 @@
 //! committed before the revocation used it; one that waited for the revocation re-reads the row
 //! and is judged without it.
 
-use crate::error::{Error, Result};
+use crate::error::{
+    Error, Result, CHECK_VIOLATION, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE,
+    NOT_IN_PREREQUISITE_STATE, NULL_VALUE_NOT_ALLOWED,
+};
 use crate::fmgr::{arg, arg_is_null, datum_scope};
 use crate::refusal;
 use crate::spi::{
@@ -32,9 +35,6 @@ static REVOKING: BackendLocal<Option<(i64, String)>> = BackendLocal::new(None);
 pub const SEALED_HINT: &str =
     "Crossings are the audited record of who let which data cross, and why: \
 they are ended with pg_labels.revoke_crossing(crossing, reason), never edited or deleted.";
-
-const INVALID_PARAMETER_VALUE: crate::error::SqlState = *b"22023";
-const NOT_IN_PREREQUISITE_STATE: crate::error::SqlState = *b"55000";
 
 /// Active crossings into any ancestor of (or exactly) the target, locked FOR SHARE. Under READ
 /// COMMITTED a row revoked concurrently is re-read after the revocation commits and drops out.
@@ -87,24 +87,14 @@ pub fn views(active: &[Active]) -> Vec<Crossing<'_>> {
 /// The scope and its ancestors, as a `text[]` datum (`{acme/platform,acme,*}`): what SPI
 /// statements compare a scope column with, as `col::text = ANY ($1)`, without needing the
 /// extension's operators (those statements run under `search_path = pg_catalog, pg_temp`).
-pub unsafe fn ancestors_array(target: &[u8]) -> Result<Datum> {
-    unsafe {
-        let mut ancestors = vec![spi::text_datum(&scope::to_text(target))?];
-        let mut p = target;
-        while let Some(parent) = scope::parent(p) {
-            ancestors.push(spi::text_datum(&scope::to_text(parent))?);
-            p = parent;
-        }
-        let array = pg_sys::construct_array(
-            ancestors.as_mut_ptr(),
-            ancestors.len() as i32,
-            pg_sys::TEXTOID,
-            -1,
-            false,
-            pg_sys::TYPALIGN_INT as std::ffi::c_char,
-        );
-        Ok(Datum::from(array))
+pub fn ancestors_array(target: &[u8]) -> Result<Datum> {
+    let mut ancestors = vec![scope::to_text(target)];
+    let mut p = target;
+    while let Some(parent) = scope::parent(p) {
+        ancestors.push(scope::to_text(parent));
+        p = parent;
     }
+    spi::text_array_datum(&ancestors)
 }
 
 /// The active crossings whose `to_scope` reaches `target`, ascending by id, each locked
@@ -186,9 +176,9 @@ sql_function! {
                         scope::to_text(to), scope::to_text(from)))
                     .table("pg_labels", "crossings"));
                 }
-                let reason = row.get(c_reason).map(|d| String::from_utf8_lossy(spi::datum_bytes(d)).trim().is_empty());
+                let reason = row.get(c_reason).map(|d| spi::datum_text(d).trim().is_empty());
                 if reason.unwrap_or(true) {
-                    return Err(Error::new(crate::sharing::CHECK_VIOLATION, "a crossing needs a reason")
+                    return Err(Error::new(CHECK_VIOLATION, "a crossing needs a reason")
                         .detail("Why this data may cross is part of the record: reason must not be empty.")
                         .constraint("crossings_reason_check")
                         .table("pg_labels", "crossings"));
@@ -231,12 +221,12 @@ sql_function! {
     fn pgl_authorize_crossing(fc) {
         for (i, name) in ["from_scope", "to_scope", "reason"].iter().enumerate() {
             if arg_is_null(fc, i) {
-                return Err(Error::new(*b"22004", format!("authorize_crossing needs {name}")));
+                return Err(Error::new(NULL_VALUE_NOT_ALLOWED, format!("authorize_crossing needs {name}")));
             }
         }
         let scope_type = pg_sys::get_fn_expr_argtype((*fc).flinfo, 0);
         if scope_type == Oid::INVALID {
-            return Err(Error::new(*b"0A000", "pg_labels.authorize_crossing() must be called from SQL"));
+            return Err(Error::new(FEATURE_NOT_SUPPORTED, "pg_labels.authorize_crossing() must be called from SQL"));
         }
         let expires = if arg_is_null(fc, 3) { None } else { Some(arg(fc, 3)) };
         let who = current_user_name();
@@ -258,7 +248,7 @@ sql_function! {
     /// `pg_labels.revoke_crossing(crossing bigint, reason text DEFAULT NULL) → timestamptz`
     fn pgl_revoke_crossing(fc) {
         if arg_is_null(fc, 0) {
-            return Err(Error::new(*b"22004", "revoke_crossing needs a crossing"));
+            return Err(Error::new(NULL_VALUE_NOT_ALLOWED, "revoke_crossing needs a crossing"));
         }
         let id = arg(fc, 0).value() as i64;
         let reason = if arg_is_null(fc, 1) { None } else { Some(arg(fc, 1)) };
@@ -282,7 +272,7 @@ sql_function! {
                     .constraint("crossings_pkey")
                     .table("pg_labels", "crossings"));
             }
-            let text = |c| result_datum(0, c).map(|d| String::from_utf8_lossy(spi::datum_bytes(d)).into_owned()).unwrap_or_default();
+            let text = |c| result_datum(0, c).map(|d| spi::datum_text(d)).unwrap_or_default();
             Err(Error::new(NOT_IN_PREREQUISITE_STATE, format!("crossing {id} was already revoked"))
                 .detail(format!("Revoked at {} by {}.", text(1), text(2)))
                 .table("pg_labels", "crossings"))

@@ -21,6 +21,9 @@ pub const INVALID_BINARY_REPRESENTATION: SqlState = *b"22P03";
 pub const INVALID_PARAMETER_VALUE: SqlState = *b"22023";
 pub const NULL_VALUE_NOT_ALLOWED: SqlState = *b"22004";
 pub const PROGRAM_LIMIT_EXCEEDED: SqlState = *b"54000";
+pub const CHECK_VIOLATION: SqlState = *b"23514";
+pub const NOT_IN_PREREQUISITE_STATE: SqlState = *b"55000";
+pub const FEATURE_NOT_SUPPORTED: SqlState = *b"0A000";
 pub const DATA_CORRUPTED: SqlState = *b"XX001";
 
 /// An error on its way to the client. Boxed, so that a function's `Result<Datum>` is two

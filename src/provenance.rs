@@ -8,8 +8,12 @@
 //! read step it cannot see is not followed; a run it cannot see has no scope or agent).
 
 use crate::error::Error;
+use crate::error::FEATURE_NOT_SUPPORTED;
 use crate::fmgr::{arg, arg_is_null, datum_labelset, ret_labelset};
-use crate::spi::{datum_bytes, result_datum, text_datum, with_spi, SavedPlan};
+use crate::spi::{
+    datum_bytes, datum_uuid, result_datum, text_datum, uuid_array_datum, uuid_datum, with_spi,
+    SavedPlan, Uuid,
+};
 use crate::sql_function;
 use pgrx::pg_sys::{self, Datum};
 use std::collections::{HashMap, HashSet};
@@ -26,8 +30,6 @@ static RUNS: SavedPlan =
 /// The columns `lineage()` returns.
 const COLUMNS: usize = 10;
 
-type Uuid = [u8; 16];
-
 /// An upstream run's scope (datum body) and agent, when the caller can see the run.
 type RunFacts = (Option<Vec<u8>>, Option<Vec<u8>>);
 
@@ -43,36 +45,13 @@ struct Read {
     at: i64,
 }
 
-unsafe fn uuid_array(ids: &[Uuid]) -> Datum {
-    unsafe {
-        let mut elems: Vec<Datum> = ids.iter().map(crate::sharing::uuid_datum).collect();
-        let a = pg_sys::construct_array(
-            elems.as_mut_ptr(),
-            elems.len() as i32,
-            pg_sys::UUIDOID,
-            16,
-            false,
-            pg_sys::TYPALIGN_CHAR as std::ffi::c_char,
-        );
-        Datum::from(a)
-    }
-}
-
-unsafe fn uuid_bytes(d: Datum) -> Uuid {
-    let mut u = [0u8; 16];
-    unsafe {
-        std::ptr::copy_nonoverlapping(d.cast_mut_ptr::<u8>() as *const u8, u.as_mut_ptr(), 16)
-    };
-    u
-}
-
 sql_function! {
     /// `pg_labels.lineage(run uuid) → TABLE (depth, run_id, scope, agent, artifact_id, digest,
     /// labels, read_by, read_step, read_at)`
     fn pgl_lineage(fc) {
         let rsinfo = (*fc).resultinfo as *mut pg_sys::ReturnSetInfo;
         if rsinfo.is_null() || (*rsinfo).type_ != pg_sys::NodeTag::T_ReturnSetInfo {
-            return Err(Error::new(*b"0A000", "pg_labels.lineage() must be called in a FROM clause"));
+            return Err(Error::new(FEATURE_NOT_SUPPORTED, "pg_labels.lineage() must be called in a FROM clause"));
         }
         pg_sys::InitMaterializedSRF(fc, pg_sys::MAT_SRF_USE_EXPECTED_DESC);
         let (store, desc) = ((*rsinfo).setResult, (*rsinfo).setDesc);
@@ -82,7 +61,7 @@ sql_function! {
         if arg_is_null(fc, 0) {
             return Ok(Datum::from(0usize));
         }
-        let start = uuid_bytes(arg(fc, 0));
+        let start = datum_uuid(arg(fc, 0));
 
         // the walk, then the upstream runs' scope and agent
         let mut reads: Vec<Read> = Vec::new();
@@ -95,20 +74,20 @@ sql_function! {
             let mut depth: i32 = 0;
             while !frontier.is_empty() {
                 depth += 1;
-                let n = READS_OF.execute(&[pg_sys::UUIDARRAYOID], &[Some(uuid_array(&frontier))], true, 0)?;
+                let n = READS_OF.execute(&[pg_sys::UUIDARRAYOID], &[Some(uuid_array_datum(&frontier))], true, 0)?;
                 let first = reads.len();
                 for i in 0..n {
-                    let upstream = result_datum(i, 1).map(|d| uuid_bytes(d));
+                    let upstream = result_datum(i, 1).map(|d| datum_uuid(d));
                     reads.push(Read {
                         depth,
                         upstream,
-                        artifact: result_datum(i, 2).map(|d| uuid_bytes(d)),
+                        artifact: result_datum(i, 2).map(|d| datum_uuid(d)),
                         digest: result_datum(i, 3).map(|d| datum_bytes(d).to_vec()),
                         labels: match result_datum(i, 4) {
                             Some(d) => datum_labelset(d)?.body().to_vec(),
                             None => Vec::new(),
                         },
-                        reader: result_datum(i, 5).map(|d| uuid_bytes(d)).unwrap_or_default(),
+                        reader: result_datum(i, 5).map(|d| datum_uuid(d)).unwrap_or_default(),
                         step: result_datum(i, 6).map(|d| d.value() as i64).unwrap_or_default(),
                         at: result_datum(i, 7).map(|d| d.value() as i64).unwrap_or_default(),
                     });
@@ -123,12 +102,12 @@ sql_function! {
                 upstream_runs.extend_from_slice(&frontier);
             }
             if upstream_runs.len() > 1 {
-                let n = RUNS.execute(&[pg_sys::UUIDARRAYOID], &[Some(uuid_array(&upstream_runs))], true, 0)?;
+                let n = RUNS.execute(&[pg_sys::UUIDARRAYOID], &[Some(uuid_array_datum(&upstream_runs))], true, 0)?;
                 for i in 0..n {
                     let Some(id) = result_datum(i, 1) else { continue };
                     let scope = result_datum(i, 2).map(|d| datum_bytes(d).to_vec());
                     let agent = result_datum(i, 3).map(|d| datum_bytes(d).to_vec());
-                    runs.insert(uuid_bytes(id), (scope, agent));
+                    runs.insert(datum_uuid(id), (scope, agent));
                 }
             }
             Ok(())
@@ -138,14 +117,14 @@ sql_function! {
             let run = r.upstream.and_then(|u| runs.get(&u));
             let cells: [Option<Datum>; COLUMNS] = [
                 Some(Datum::from(r.depth)),
-                r.upstream.as_ref().map(crate::sharing::uuid_datum),
+                r.upstream.as_ref().map(uuid_datum),
                 // the scope datum's bytes are its varlena body (version byte and path)
                 run.and_then(|x| x.0.as_deref()).map(crate::fmgr::ret_bytes).transpose()?,
                 run.and_then(|x| x.1.as_deref()).map(crate::fmgr::ret_bytes).transpose()?,
-                r.artifact.as_ref().map(crate::sharing::uuid_datum),
+                r.artifact.as_ref().map(uuid_datum),
                 r.digest.as_deref().map(|d| text_datum(&String::from_utf8_lossy(d))).transpose()?,
                 Some(ret_labelset(&r.labels)?),
-                Some(crate::sharing::uuid_datum(&r.reader)),
+                Some(uuid_datum(&r.reader)),
                 Some(Datum::from(r.step)),
                 Some(Datum::from(r.at)),
             ];

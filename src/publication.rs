@@ -4,7 +4,7 @@
 //! naming the path); the `reversible_write` steps reached by untrusted data are recorded in
 //! `needs_approval`, for analysts and for the approval the gate will ask at run time.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, CHECK_VIOLATION, INVALID_PARAMETER_VALUE};
 use crate::heap;
 use crate::refusal::{self, UNKNOWN_TOOL, UNTRUSTED_TO_IRREVERSIBLE};
 use crate::spi::{self, current_user_name, Columns};
@@ -15,7 +15,6 @@ use pg_labels_core::rules::Effect;
 use pgrx::pg_sys::{self, Datum};
 use std::collections::HashMap;
 
-const INVALID_PARAMETER_VALUE: crate::error::SqlState = *b"22023";
 /// Most paths a refusal's DETAIL lists.
 const LISTED: usize = 10;
 
@@ -39,10 +38,6 @@ unsafe fn jsonb_text(d: Datum) -> String {
         let p = pg_sys::OidOutputFunctionCall(out, d);
         std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
     }
-}
-
-fn effect_of(s: &str) -> Option<Effect> {
-    Effect::parse(s)
 }
 
 fn describe(p: &Path, steps: &[StepDecl], a: &Analysis) -> String {
@@ -96,12 +91,12 @@ sql_function! {
             return Err(Error::new(TRIGGER_PROTOCOL, "pg_labels.agent_versions_insert() must fire BEFORE INSERT FOR EACH ROW"));
         }
         let [c_agent, c_version, c_steps, c_approval, c_by] = VERSION_COLUMNS.of(row.relid(), row.desc)?;
-        let agent = row.get(c_agent).map(|d| String::from_utf8_lossy(spi::datum_bytes(d)).into_owned())
+        let agent = row.get(c_agent).map(|d| spi::datum_text(d))
             .ok_or_else(|| not_null("agent_versions", "agent"))?;
         let version = row.get(c_version).map(|d| d.value() as i32)
             .ok_or_else(|| not_null("agent_versions", "version"))?;
         if version <= 0 {
-            return Err(Error::new(crate::sharing::CHECK_VIOLATION, format!("version {version} of agent {agent} is not positive"))
+            return Err(Error::new(CHECK_VIOLATION, format!("version {version} of agent {agent} is not positive"))
                 .detail("Versions are numbered from 1.")
                 .constraint("agent_versions_version_check")
                 .table("pg_labels", "agent_versions"));
@@ -146,7 +141,7 @@ sql_function! {
                 Err(e) => { failure.get_or_insert(e); return None; }
             };
             let info = match heap::tool(namespace, text) {
-                Ok(t) => t.and_then(|t| effect_of(&t.effect).map(|effect| ToolInfo { effect, trusted_output: t.trusted_output })),
+                Ok(t) => t.and_then(|t| Effect::parse(&t.effect).map(|effect| ToolInfo { effect, trusted_output: t.trusted_output })),
                 Err(e) => { failure.get_or_insert(e); None }
             };
             seen.insert(name.to_string(), info);

@@ -7,8 +7,9 @@ use crate::fmgr::datum_labelset;
 use crate::refusal;
 use crate::retention::PURGING;
 use crate::spi::same_image;
+use crate::spi::{datum_text, uuid_text};
 use crate::sql_function;
-use crate::trail::{uuid_text, Row, TRIGGER_PROTOCOL};
+use crate::trail::{Row, TRIGGER_PROTOCOL};
 use pg_labels_core::{scope, LabelSet};
 use pgrx::pg_sys::{self, Datum};
 use std::ffi::CStr;
@@ -55,9 +56,7 @@ unsafe fn describe(row: &Row, tuple: pg_sys::HeapTuple) -> String {
                 value(c"version")
                     .map(|d| d.value() as i32)
                     .unwrap_or_default(),
-                value(c"agent")
-                    .map(|d| String::from_utf8_lossy(crate::spi::datum_bytes(d)).into_owned())
-                    .unwrap_or_default()
+                value(c"agent").map(|d| datum_text(d)).unwrap_or_default()
             ),
             t => format!("A row of pg_labels.{t}."),
         }

@@ -11,7 +11,7 @@
 //! function, a reused connection) no scope is entered. A session scope is checked against the
 //! grants again in every later transaction, so a revoked grant ends it.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
 use crate::fmgr::{arg, arg_is_null, arg_labelset, arg_scope, ret_bool, ret_null, ret_scope};
 use crate::spi::{
     as_owner, current_user_name, datum_bytes, result_datum, with_spi, BackendLocal, SavedPlan,
@@ -241,7 +241,7 @@ sql_function! {
     /// `pg_labels.enter_scope(scope scope, for_session boolean DEFAULT false) → scope`
     fn pgl_enter_scope(fc) {
         if arg_is_null(fc, 0) {
-            return Err(Error::new(*b"22004", "enter_scope needs a scope"));
+            return Err(Error::new(NULL_VALUE_NOT_ALLOWED, "enter_scope needs a scope"));
         }
         let target = arg_scope(fc, 0)?.to_vec();
         let for_session = !arg_is_null(fc, 1) && arg(fc, 1).value() != 0;

@@ -9,13 +9,16 @@
 //!   must cover them; origin run, digest and labels come from the artifact.
 
 use crate::crossing::{self, active_into};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, CHECK_VIOLATION};
 use crate::fmgr::{datum_labelset, datum_scope, ret_labelset};
 use crate::heap;
 use crate::refusal::{self, FOREIGN_KEY_VIOLATION};
-use crate::spi::{self, as_owner, current_user_name, result_datum, with_spi, Columns, SavedPlan};
+use crate::spi::{
+    self, as_owner, current_user_name, datum_text, datum_uuid, result_datum, uuid_string,
+    uuid_text, with_spi, Columns, SavedPlan, Uuid,
+};
 use crate::sql_function;
-use crate::trail::{not_null, uuid_text, Row, TRIGGER_PROTOCOL};
+use crate::trail::{not_null, Row, TRIGGER_PROTOCOL};
 use pg_labels_core::crossing::{cover_all, cover_each};
 use pg_labels_core::{scope, LabelSet};
 use pgrx::pg_sys::{self, Datum, Oid};
@@ -28,32 +31,6 @@ static RUN_SCOPE: SavedPlan = SavedPlan::new(c"SELECT scope FROM pg_labels.runs 
 static SHARES_OF: SavedPlan = SavedPlan::new(
     c"SELECT id, to_scope, to_run FROM pg_labels.shares WHERE artifact_id = $1 ORDER BY id",
 );
-
-pub const CHECK_VIOLATION: crate::error::SqlState = *b"23514";
-
-/// A uuid's 16 bytes.
-pub type Uuid = [u8; 16];
-
-unsafe fn uuid_of(d: Datum) -> Uuid {
-    let mut u = [0u8; 16];
-    unsafe {
-        std::ptr::copy_nonoverlapping(d.cast_mut_ptr::<u8>() as *const u8, u.as_mut_ptr(), 16)
-    };
-    u
-}
-
-/// A `uuid` datum in the current memory context.
-pub fn uuid_datum(u: &Uuid) -> Datum {
-    unsafe {
-        let p = pg_sys::palloc(16) as *mut u8;
-        std::ptr::copy_nonoverlapping(u.as_ptr(), p, 16);
-        Datum::from(p)
-    }
-}
-
-fn uuid_string(u: &Uuid) -> String {
-    unsafe { uuid_text(Datum::from(u.as_ptr())) }
-}
 
 /// An artifact, as the barrier needs it.
 pub struct Artifact {
@@ -72,8 +49,8 @@ unsafe fn artifact(owner: Oid, id: Datum) -> Result<Option<Artifact>> {
                 }
                 let col = |c| result_datum(0, c).ok_or_else(|| Error::corrupt("artifact"));
                 Ok(Some(Artifact {
-                    origin_run: uuid_of(col(1)?),
-                    digest: String::from_utf8_lossy(spi::datum_bytes(col(2)?)).into_owned(),
+                    origin_run: datum_uuid(col(1)?),
+                    digest: datum_text(col(2)?),
                     labels: datum_labelset(col(3)?)?.body().to_vec(),
                 }))
             })
@@ -251,7 +228,7 @@ pub unsafe fn read(
                 .table("pg_labels", "steps")
         };
         if let Some(o) = claimed_origin {
-            if uuid_of(o) != art.origin_run {
+            if datum_uuid(o) != art.origin_run {
                 return Err(mismatch(
                     "origin_run",
                     uuid_text(o),
@@ -260,20 +237,20 @@ pub unsafe fn read(
             }
         }
         if let Some(d) = claimed_digest {
-            let claimed = String::from_utf8_lossy(spi::datum_bytes(d)).into_owned();
+            let claimed = datum_text(d);
             if claimed != art.digest {
                 return Err(mismatch("digest", claimed, art.digest));
             }
         }
 
         // a share must offer it to this run, or to a scope reaching the run's
-        let this_run = uuid_of(run_id);
+        let this_run = datum_uuid(run_id);
         let share = as_owner(owner, || {
             with_spi(|| {
                 let n = SHARES_OF.execute(&[pg_sys::UUIDOID], &[Some(artifact_id)], true, 0)?;
                 for i in 0..n {
                     let covers = match result_datum(i, 3) {
-                        Some(to_run) => uuid_of(to_run) == this_run,
+                        Some(to_run) => datum_uuid(to_run) == this_run,
                         None => {
                             let to = datum_scope(
                                 result_datum(i, 2).ok_or_else(|| Error::corrupt("scope"))?,

@@ -210,20 +210,91 @@ pub fn text_datum(s: &str) -> Result<Datum> {
     crate::fmgr::ret_bytes(s.as_bytes())
 }
 
-/// A `bigint[]` datum in the current memory context.
-pub fn int8_array_datum(values: &[i64]) -> Datum {
+/// A one-dimensional array datum of `elems` (of type `elem`, as `pg_type` describes it), in
+/// the current memory context.
+pub fn array_datum(mut elems: Vec<Datum>, elem: Oid, len: i32, byval: bool, align: u8) -> Datum {
     unsafe {
-        let mut elems: Vec<Datum> = values.iter().map(|&v| Datum::from(v)).collect();
         let a = pg_sys::construct_array(
             elems.as_mut_ptr(),
             elems.len() as i32,
-            pg_sys::INT8OID,
-            8,
-            true,
-            pg_sys::TYPALIGN_DOUBLE as std::ffi::c_char,
+            elem,
+            len,
+            byval,
+            align as std::ffi::c_char,
         );
         Datum::from(a)
     }
+}
+
+/// A `bigint[]` datum in the current memory context.
+pub fn int8_array_datum(values: &[i64]) -> Datum {
+    let elems = values.iter().map(|&v| Datum::from(v)).collect();
+    array_datum(elems, pg_sys::INT8OID, 8, true, pg_sys::TYPALIGN_DOUBLE)
+}
+
+/// A `text[]` datum in the current memory context.
+pub fn text_array_datum(values: &[String]) -> Result<Datum> {
+    let elems = values
+        .iter()
+        .map(|v| text_datum(v))
+        .collect::<Result<_>>()?;
+    Ok(array_datum(
+        elems,
+        pg_sys::TEXTOID,
+        -1,
+        false,
+        pg_sys::TYPALIGN_INT,
+    ))
+}
+
+/// A uuid's 16 bytes.
+pub type Uuid = [u8; 16];
+
+/// The bytes of a `uuid` datum.
+pub unsafe fn datum_uuid(d: Datum) -> Uuid {
+    let mut u = [0u8; 16];
+    unsafe {
+        std::ptr::copy_nonoverlapping(d.cast_mut_ptr::<u8>() as *const u8, u.as_mut_ptr(), 16)
+    };
+    u
+}
+
+/// A `uuid` datum in the current memory context.
+pub fn uuid_datum(u: &Uuid) -> Datum {
+    unsafe {
+        let p = pg_sys::palloc(16) as *mut u8;
+        std::ptr::copy_nonoverlapping(u.as_ptr(), p, 16);
+        Datum::from(p)
+    }
+}
+
+/// The text form of a uuid.
+pub fn uuid_string(u: &Uuid) -> String {
+    let h: Vec<String> = u.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        h[..4].concat(),
+        h[4..6].concat(),
+        h[6..8].concat(),
+        h[8..10].concat(),
+        h[10..].concat()
+    )
+}
+
+/// The text form of a `uuid` datum.
+pub unsafe fn uuid_text(d: Datum) -> String {
+    uuid_string(&unsafe { datum_uuid(d) })
+}
+
+/// A `text` datum's contents, owned.
+pub unsafe fn datum_text(d: Datum) -> String {
+    String::from_utf8_lossy(unsafe { datum_bytes(d) }).into_owned()
+}
+
+/// A `uuid[]` datum in the current memory context.
+pub fn uuid_array_datum(ids: &[Uuid]) -> Datum {
+    let elems = ids.iter().map(uuid_datum).collect();
+    array_datum(elems, pg_sys::UUIDOID, 16, false, pg_sys::TYPALIGN_CHAR)
 }
 
 /// Do two non-null datums of a column hold the same image?

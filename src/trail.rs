@@ -10,13 +10,13 @@
 
 use crate::approval::DECIDING;
 use crate::crossing;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, CHECK_VIOLATION};
 use crate::fmgr::{datum_labelset, datum_scope, ret_labelset, ret_scope};
 use crate::heap;
 use crate::refusal::{self, FOREIGN_KEY_VIOLATION, INSUFFICIENT_PRIVILEGE};
 use crate::sharing;
 use crate::spi::{
-    self, as_owner, current_user_name, datum_bytes, result_datum, with_spi, Columns, SavedPlan,
+    self, as_owner, current_user_name, result_datum, uuid_text, with_spi, Columns, SavedPlan,
 };
 use crate::sql_function;
 use pg_labels_core::crossing::cover_each;
@@ -231,27 +231,13 @@ pub(crate) fn not_null(table: &str, column: &str) -> Error {
         .table("pg_labels", table)
 }
 
-/// The text form of a `uuid` datum.
-pub(crate) unsafe fn uuid_text(d: Datum) -> String {
-    let b = unsafe { std::slice::from_raw_parts(d.cast_mut_ptr::<u8>() as *const u8, 16) };
-    let h: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        h[..4].concat(),
-        h[4..6].concat(),
-        h[6..8].concat(),
-        h[8..10].concat(),
-        h[10..].concat()
-    )
-}
-
 /// A `scope` datum's path, owned.
 unsafe fn scope_path(d: Datum) -> Result<Vec<u8>> {
     unsafe { datum_scope(d) }.map(<[u8]>::to_vec)
 }
 
 fn text_of(d: Datum) -> String {
-    String::from_utf8_lossy(unsafe { datum_bytes(d) }).into_owned()
+    unsafe { spi::datum_text(d) }
 }
 
 sql_function! {
@@ -324,7 +310,7 @@ sql_function! {
         // A context read brings the artifact's labels, if it may read it at all.
         let read = match get(c_artifact) {
             None if kind == "context_read" => {
-                return Err(Error::new(sharing::CHECK_VIOLATION, "a context_read step names the artifact it read")
+                return Err(Error::new(CHECK_VIOLATION, "a context_read step names the artifact it read")
                     .detail("artifact_id is NULL: context is passed by reference, as an artifact of pg_labels.artifacts.")
                     .hint("Record data that entered the run some other way as an input step with its labels.")
                     .constraint("steps_context_read_check")
@@ -392,7 +378,7 @@ sql_function! {
         changes.push((c_crossings, (!crossings_used.is_empty()).then(|| spi::int8_array_datum(crossings_used))));
         changes.push((c_share, read.as_ref().map(|r| Datum::from(r.share))));
         if let Some(r) = &read {
-            changes.push((c_origin_run, Some(sharing::uuid_datum(&r.origin_run))));
+            changes.push((c_origin_run, Some(spi::uuid_datum(&r.origin_run))));
             changes.push((c_digest, Some(spi::text_datum(&r.digest)?)));
         }
         match &verdict {
@@ -449,7 +435,7 @@ sql_function! {
                 }
                 match (agent.clone(), listener_agent) {
                     (Some(a), Some(l)) if a != l => {
-                        return Err(Error::new(crate::sharing::CHECK_VIOLATION, format!(
+                        return Err(Error::new(CHECK_VIOLATION, format!(
                             "run {run} is opened for listener {id}, which is bound to agent {l}, not {a}"))
                             .hint("Check the event binding before assuming the listener is wrong: leave agent NULL to take the listener's.")
                             .constraint("runs_listener_check")
