@@ -15,8 +15,7 @@ pub const UNTRUSTED_TO_IRREVERSIBLE: SqlState = *b"23L02";
 pub const APPROVAL_REQUIRED: SqlState = *b"23L03";
 pub const UNKNOWN_TOOL: SqlState = *b"23L04";
 pub const SEALED: SqlState = *b"23L05";
-pub const INSUFFICIENT_PRIVILEGE: SqlState = *b"42501";
-pub const FOREIGN_KEY_VIOLATION: SqlState = *b"23503";
+pub use crate::error::{FOREIGN_KEY_VIOLATION, INSUFFICIENT_PRIVILEGE};
 
 /// The seed's checklist for a blocked call.
 pub const BARRIER_HINT: &str = "This is not a policy to edit and not a missing approval: the data flow crossed a boundary \
