@@ -55,8 +55,11 @@ CREATE INDEX runs_opened_at_idx ON pg_labels.runs (opened_at);
 -- run_id is checked by the insert trigger, which locks the run row anyway (23503 when the run
 -- does not exist); runs are never deleted but by pg_labels.purge(), which removes their steps
 -- first. So no foreign key, whose own check would lock the same row a second time.
+-- id and created_at are the database's: the insert trigger takes the id from steps_id_seq
+-- under the run's lock (so ids follow the order in which a run's steps were decided) and
+-- refuses a writer's id, time or actor.
 CREATE TABLE pg_labels.steps (
-    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id bigint NOT NULL PRIMARY KEY,
     run_id uuid NOT NULL,
     kind text NOT NULL
         CONSTRAINT steps_kind_check CHECK (kind IN ('input', 'planned', 'gate_decided', 'approval_requested',
@@ -75,9 +78,9 @@ CREATE TABLE pg_labels.steps (
     share_id bigint,
     crossing_ids bigint[],
     actor text NOT NULL DEFAULT current_user,
-    created_at timestamptz NOT NULL DEFAULT now(),
-    CONSTRAINT steps_context_read_check CHECK (kind <> 'context_read' OR artifact_id IS NOT NULL)
+    created_at timestamptz NOT NULL DEFAULT now()
 );
+CREATE SEQUENCE pg_labels.steps_id_seq OWNED BY pg_labels.steps.id;
 COMMENT ON TABLE pg_labels.steps IS
     'The trail, append-only: every step of every run, with the labels it carried; tool calls are judged on insert';
 COMMENT ON COLUMN pg_labels.steps.request_id IS

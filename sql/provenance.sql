@@ -28,27 +28,6 @@ COMMENT ON FUNCTION pg_labels.lineage(uuid) IS
     'Every upstream run reached through context reads, breadth first: the run read (run_id, its scope and agent), the artifact, digest and labels read, which run read it (read_by) and the depth; each run expanded once, so cycles end';
 
 CREATE FUNCTION pg_labels.lineage_dot(run uuid) RETURNS text
-LANGUAGE sql STABLE STRICT
-BEGIN ATOMIC
-    WITH l AS (SELECT * FROM pg_labels.lineage(run)),
-    node AS (
-        SELECT run AS id, (SELECT r.scope::text FROM pg_labels.runs r WHERE r.id = run) AS scope,
-               (SELECT r.agent FROM pg_labels.runs r WHERE r.id = run) AS agent, true AS root
-        UNION
-        SELECT l.run_id, l.scope::text, l.agent, false FROM l
-    )
-    SELECT 'digraph lineage {' || chr(10)
-        || '  rankdir=LR;' || chr(10)
-        || '  node [shape=box, fontname="Helvetica"];' || chr(10)
-        || coalesce((SELECT string_agg(format('  "%s" [label="%s\n%s\n%s"%s];', n.id,
-                              replace(coalesce(n.agent, '?'), '"', '\"'),
-                              coalesce(n.scope, '(not visible)'), left(n.id::text, 8),
-                              CASE WHEN n.root THEN ', style=bold' ELSE '' END), chr(10) ORDER BY n.root DESC, n.id::text)
-                     FROM node n), '') || chr(10)
-        || coalesce((SELECT string_agg(format('  "%s" -> "%s" [label="%s\n%s"];', l.run_id, l.read_by,
-                              left(l.digest, 12), l.labels::text), chr(10) ORDER BY l.depth, l.read_step)
-                     FROM l), '') || chr(10)
-        || '}';
-END;
+AS 'MODULE_PATHNAME', 'pgl_lineage_dot' LANGUAGE C STABLE STRICT;
 COMMENT ON FUNCTION pg_labels.lineage_dot(uuid) IS
     'pg_labels.lineage(run) as a Graphviz DOT graph: runs as boxes (the run itself in bold), one edge per context read labelled with the digest and labels';

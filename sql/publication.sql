@@ -3,7 +3,7 @@
 
 CREATE TABLE pg_labels.agent_versions (
     agent text NOT NULL,
-    version int NOT NULL CONSTRAINT agent_versions_version_check CHECK (version > 0),
+    version int NOT NULL,
     scope @extschema@.scope NOT NULL,
     steps jsonb NOT NULL,
     needs_approval jsonb NOT NULL DEFAULT '[]',
@@ -38,7 +38,7 @@ CREATE TRIGGER agent_versions_no_truncate BEFORE TRUNCATE ON pg_labels.agent_ver
     FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only();
 
 -- What analysts query: every step of every version that needs a person's approval at run time.
-CREATE VIEW pg_labels.approval_points AS
+CREATE VIEW pg_labels.approval_points WITH (security_invoker = true) AS
 SELECT v.agent, v.version, v.scope, p.step, p.tool, t.effect, p.path, v.published_at
 FROM pg_labels.agent_versions v
 CROSS JOIN LATERAL pg_catalog.jsonb_to_recordset(v.needs_approval) AS p (step text, tool text, path text)

@@ -95,3 +95,31 @@ CREATE POLICY artifacts_visible ON pg_labels.artifacts
 CREATE POLICY shares_visible ON pg_labels.shares
     USING ((SELECT pg_catalog.has_table_privilege('pg_labels.shares'::pg_catalog.regclass, 'INSERT'))
            OR EXISTS (SELECT FROM pg_labels.artifacts a WHERE a.id = artifact_id));
+
+-- The catalogs an analyst may read show what the entered scope reaches, like the trail: agent
+-- versions and listeners by their scope, crossings into or out of it, grants of the analyst's
+-- own roles or within it. A role that may write a catalog (INSERT, or EXECUTE on the crossing
+-- functions: who records and ends crossings) reads all of it. The tool catalog is global: tools belong to no company.
+ALTER TABLE pg_labels.agent_versions ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+ALTER TABLE pg_labels.listeners ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+ALTER TABLE pg_labels.crossings ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+ALTER TABLE pg_labels.grants ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+CREATE POLICY agent_versions_visible ON pg_labels.agent_versions
+    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.agent_versions'::pg_catalog.regclass, 'INSERT'))
+           OR pg_labels.visible(@extschema@.labelset(scope)));
+CREATE POLICY listeners_visible ON pg_labels.listeners
+    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.listeners'::pg_catalog.regclass, 'INSERT'))
+           OR pg_labels.visible(@extschema@.labelset(scope)));
+CREATE POLICY crossings_visible ON pg_labels.crossings
+    USING ((SELECT pg_catalog.has_function_privilege(
+                'pg_labels.authorize_crossing(@extschema@.scope, @extschema@.scope, text, timestamptz)', 'EXECUTE')
+                OR pg_catalog.has_function_privilege('pg_labels.revoke_crossing(bigint, text)', 'EXECUTE'))
+           OR pg_labels.visible(@extschema@.labelset(from_scope))
+           OR pg_labels.visible(@extschema@.labelset(to_scope)));
+-- crossings are written only through authorize_crossing() and revoke_crossing(), which run as
+-- the owner; the guard trigger refuses every other write, so no policy lets one through
+CREATE POLICY grants_visible ON pg_labels.grants
+    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.grants'::pg_catalog.regclass, 'INSERT'))
+           OR EXISTS (SELECT FROM pg_catalog.pg_roles r
+                       WHERE r.rolname = role AND pg_catalog.pg_has_role(r.oid, 'MEMBER'))
+           OR pg_labels.visible(@extschema@.labelset(scope)));

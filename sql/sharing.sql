@@ -12,8 +12,7 @@ CREATE TABLE pg_labels.crossings (
     from_scope @extschema@.scope NOT NULL,
     to_scope @extschema@.scope NOT NULL,
     authorized_by text NOT NULL DEFAULT current_user,
-    reason text NOT NULL
-        CONSTRAINT crossings_reason_check CHECK (pg_catalog.btrim(reason) <> ''),
+    reason text NOT NULL,
     expires_at timestamptz,
     revoked_at timestamptz,
     revoked_by text,
@@ -30,8 +29,7 @@ CREATE INDEX crossings_to_scope_idx ON pg_labels.crossings (to_scope);
 CREATE TABLE pg_labels.artifacts (
     id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     origin_run uuid NOT NULL REFERENCES pg_labels.runs (id),
-    digest text NOT NULL
-        CONSTRAINT artifacts_digest_check CHECK (digest ~ '^[0-9a-f]{64}$'),
+    digest text NOT NULL,
     labels @extschema@.labelset NOT NULL DEFAULT '{}',
     description text,
     actor text NOT NULL DEFAULT current_user,
@@ -45,7 +43,7 @@ CREATE INDEX artifacts_labels_idx ON pg_labels.artifacts USING gin (labels);
 CREATE INDEX artifacts_digest_idx ON pg_labels.artifacts (digest);
 
 CREATE TABLE pg_labels.shares (
-    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id bigint NOT NULL PRIMARY KEY,
     artifact_id uuid NOT NULL REFERENCES pg_labels.artifacts (id),
     to_scope @extschema@.scope NOT NULL,
     to_run uuid REFERENCES pg_labels.runs (id),
@@ -56,6 +54,7 @@ CREATE TABLE pg_labels.shares (
 COMMENT ON TABLE pg_labels.shares IS
     'An artifact offered to the runs of a scope (to_scope and its sub-areas), or to one run (to_run; to_scope is then that run''s scope). Refused (data_barrier) unless to_scope can carry the artifact''s labels or an active crossing covers the rest';
 COMMENT ON COLUMN pg_labels.shares.crossing_id IS 'The crossing this share used, when the artifact carries labels to_scope cannot carry (set by the database)';
+CREATE SEQUENCE pg_labels.shares_id_seq OWNED BY pg_labels.shares.id;
 CREATE INDEX shares_artifact_idx ON pg_labels.shares (artifact_id);
 CREATE INDEX shares_to_run_idx ON pg_labels.shares (to_run) WHERE to_run IS NOT NULL;
 CREATE INDEX shares_crossing_idx ON pg_labels.shares (crossing_id) WHERE crossing_id IS NOT NULL;

@@ -1,42 +1,27 @@
 //! pg_labels: data barriers for AI-agent platforms, enforced inside PostgreSQL.
 //!
-//! This crate is the thin SQL layer over `pg_labels_core`: the calling convention
-//! ([`fmgr`]), the error mapping ([`error`]), one module per SQL type or concern, and the
-//! hand-written SQL script in `sql/`.
+//! This crate is the thin SQL layer over `pg_labels_core`, in four layers, each using only
+//! those below it (ARCHITECTURE.md):
 //!
-//! Nearly every function here is `unsafe` for the same reason: it reads datums, tuples or
-//! trigger data handed over by PostgreSQL, valid for the duration of the call. Each module's
-//! header says what it relies on; the functions do not repeat it.
-#![allow(clippy::missing_safety_doc)]
-// sql_function! bodies are unsafe by design: they read fcinfo's arguments.
-#![allow(clippy::macro_metavars_in_unsafe)]
+//! - [`pg`]: PostgreSQL plumbing (calling convention, errors, SPI, table access, triggers);
+//! - [`types`]: the SQL types `scope` and `labelset`;
+//! - [`platform`]: the platform tables and their enforcement;
+//! - [`access`]: what analysts use (entered scopes, lineage).
+//!
+//! The SQL surface is written by hand, in `sql/`.
 
-pub mod approval;
-pub mod catch;
-pub mod crossing;
-pub mod error;
-pub mod fmgr;
-pub mod heap;
-pub mod labelset;
-pub mod labelset_gin;
-pub mod provenance;
-pub mod publication;
-pub mod refusal;
-pub mod retention;
-pub mod scope;
-pub mod scope_support;
-pub mod seal;
-pub mod session;
-pub mod sharing;
-pub mod spi;
-pub mod trail;
+pub mod access;
+pub mod pg;
+pub mod platform;
+pub mod types;
 
 ::pgrx::pg_module_magic!(name, version);
 
 /// On loading the library into a backend: the callbacks that end entered scopes.
 #[pgrx::pg_guard]
 pub extern "C-unwind" fn _PG_init() {
-    unsafe { session::init() }
+    access::session::init();
+    platform::state::init();
 }
 
 // The whole SQL surface is written by hand, grouped by kind, in these files.

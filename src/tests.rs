@@ -9,12 +9,12 @@ use pgrx::prelude::*;
 fn short_varlena_is_read_in_place() {
     unsafe {
         // 'acme' as a 1-byte-header varlena: header, version byte, path
-        let mut buf: [u8; 6] = [0, crate::fmgr::FORMAT_VERSION, b'a', b'c', b'm', b'e'];
+        let mut buf: [u8; 6] = [0, crate::types::datum::FORMAT_VERSION, b'a', b'c', b'm', b'e'];
         pgrx::varlena::set_varsize_1b(buf.as_mut_ptr() as *mut pg_sys::varlena, 6);
         let p = buf.as_mut_ptr() as *mut pg_sys::varlena;
-        assert_eq!(crate::fmgr::packed(p), p);
-        let bytes = crate::fmgr::varlena_bytes(p);
-        assert_eq!(bytes, &[crate::fmgr::FORMAT_VERSION, b'a', b'c', b'm', b'e']);
+        assert_eq!(crate::pg::fmgr::packed(p), p);
+        let bytes = crate::pg::fmgr::varlena_bytes(p);
+        assert_eq!(bytes, &[crate::types::datum::FORMAT_VERSION, b'a', b'c', b'm', b'e']);
     }
 }
 

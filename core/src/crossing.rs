@@ -18,6 +18,24 @@ pub struct Crossing<'a> {
     pub to: &'a [u8],
 }
 
+/// An active crossing, owned (as read from the database).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Owned {
+    pub id: i64,
+    pub from: Vec<u8>,
+    pub to: Vec<u8>,
+}
+
+impl Owned {
+    pub fn view(&self) -> Crossing<'_> {
+        Crossing {
+            id: self.id,
+            from: &self.from,
+            to: &self.to,
+        }
+    }
+}
+
 impl Crossing<'_> {
     /// Does this crossing let a scope label naming `label_scope` into `target` (the scope of a
     /// run, or of a share)? Only for targets inside its `to`, only for labels inside its `from`.

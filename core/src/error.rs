@@ -22,10 +22,10 @@ pub enum Problem {
     BadChar { ch: String, allowed: &'static str },
     /// A segment starting with `_` or `-`.
     BadStart { ch: char },
-    /// A segment of more than [`crate::scope::MAX_SEGMENT_LEN`] characters.
-    SegmentTooLong { len: usize },
-    /// More than [`crate::scope::MAX_SEGMENTS`] segments.
-    TooManySegments,
+    /// A segment of `len` characters, more than the limit `max`.
+    SegmentTooLong { len: usize, max: usize },
+    /// More than `max` segments.
+    TooManySegments { max: usize },
     /// A label namespace other than the five known ones.
     UnknownNamespace { ns: String },
     /// `company:` with other than one segment.
@@ -97,15 +97,13 @@ impl fmt::Display for ParseError {
                 f,
                 "Segment starts with \"{ch}\" at character {at}; a segment must start with a letter or digit."
             ),
-            Problem::SegmentTooLong { len } => write!(
+            Problem::SegmentTooLong { len, max } => write!(
                 f,
-                "Segment of {len} characters at character {at} is longer than the limit of {}.",
-                crate::scope::MAX_SEGMENT_LEN
+                "Segment of {len} characters at character {at} is longer than the limit of {max}."
             ),
-            Problem::TooManySegments => write!(
+            Problem::TooManySegments { max } => write!(
                 f,
-                "More than {} segments; the one past the limit starts at character {at}.",
-                crate::scope::MAX_SEGMENTS
+                "More than {max} segments; the one past the limit starts at character {at}."
             ),
             Problem::UnknownNamespace { ns } => write!(
                 f,

@@ -110,7 +110,8 @@ fn malformed(at: impl Into<String>, problem: impl Into<String>) -> DeclError {
 }
 
 /// Read a declaration (`{"steps": [{"id": ..., "tool": ..., "inputs": [...]}, ...]}`) from its
-/// JSON text. Other keys are allowed and ignored; `inputs` may be left out (no inputs).
+/// JSON text. Other keys are allowed and ignored; `inputs` may be left out (no inputs), but
+/// `"inputs": null` is refused: a null is not a list of inputs, and publication fails closed.
 pub fn parse(json: &str) -> Result<Vec<StepDecl>, DeclError> {
     let v: Value = serde_json::from_str(json)
         .map_err(|e| malformed("the declaration", format!("is not JSON: {e}")))?;
@@ -160,7 +161,13 @@ pub fn from_value(v: &Value) -> Result<Vec<StepDecl>, DeclError> {
             }
             let tool = text(s, &at, "tool")?;
             let inputs = match s.get("inputs") {
-                None | Some(Value::Null) => Vec::new(),
+                None => Vec::new(),
+                Some(Value::Null) => {
+                    return Err(malformed(
+                        format!("{at}.inputs"),
+                        "is null: list the inputs, or leave the key out for a step with none",
+                    ))
+                }
                 Some(Value::Array(a)) => a
                     .iter()
                     .enumerate()

@@ -1,12 +1,12 @@
 //! One label: its grammar and its internal form.
 //!
 //! A label is held as an *entry*: one kind byte followed by its value, where a path value uses
-//! the [`SEP`](crate::scope::SEP) separator of scopes. The kind bytes are the first letters of
+//! the [`SEP`](crate::path::SEP) separator of scopes. The kind bytes are the first letters of
 //! the namespaces, so byte order on entries is namespace order, then segment-by-segment order of
 //! the value. A company or area value is exactly the path of the scope it names.
 
 use crate::error::{ParseError, Problem};
-use crate::scope::{parse_path, Alphabet, SEP};
+use crate::path::{parse_path, Alphabet, SEP};
 
 /// `area:<company>/<area>[/...]`
 pub const AREA: u8 = b'a';

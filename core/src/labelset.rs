@@ -224,6 +224,49 @@ impl<'a> LabelSet<'a> {
         self.write_text(&mut out);
         String::from_utf8_lossy(&out).into_owned()
     }
+
+    /// The text form for a message: at most `max` labels, then how many more there are
+    /// (`{a,b,... and 99998 more}`), so a run carrying 100,000 labels makes a short message.
+    pub fn to_text_capped(self, max: usize) -> String {
+        let mut out = Vec::with_capacity(self.0.len().min(max * 32) + 32);
+        out.push(b'{');
+        let mut it = self.iter();
+        for (i, l) in it.by_ref().take(max).enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            l.write_text(&mut out);
+        }
+        let more = it.count();
+        if more > 0 {
+            out.extend_from_slice(format!(",... and {more} more").as_bytes());
+        }
+        out.push(b'}');
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// Is every label of `self` in `other`? With `other`'s entry offsets at hand (see
+    /// [`offsets`]), each label is found by binary search: `O(|self| log |other|)`.
+    pub fn is_subset_indexed(self, other: LabelSet<'_>, offsets: &[(u32, u32)]) -> bool {
+        self.iter().all(|l| {
+            offsets
+                .binary_search_by(|&(s, e)| other.0[s as usize..e as usize].cmp(l.0))
+                .is_ok()
+        })
+    }
+}
+
+/// Where each entry of a body starts and ends, for [`LabelSet::is_subset_indexed`].
+pub fn offsets(set: LabelSet<'_>) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    let mut start = 0usize;
+    for (i, &b) in set.0.iter().enumerate() {
+        if b == 0 {
+            out.push((start as u32, i as u32));
+            start = i + 1;
+        }
+    }
+    out
 }
 
 /// Iterator over the labels of a body.

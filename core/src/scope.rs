@@ -5,117 +5,11 @@
 //! paths is segment-by-segment order in which a path sorts right before its descendants, so every
 //! subtree is one contiguous range and containment is a prefix test.
 
-use crate::error::{describe_char, ParseError, Problem};
+use crate::error::{ParseError, Problem};
 use std::cmp::Ordering;
 
-/// Separator between segments in the internal path form.
-pub const SEP: u8 = 0x01;
-/// Most segments in a path.
-pub const MAX_SEGMENTS: usize = 16;
-/// Most characters in one segment.
-pub const MAX_SEGMENT_LEN: usize = 63;
-
-/// Which characters a segment may hold.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Alphabet {
-    /// `[a-z0-9_-]`, starting with a letter or digit: scopes, tags, origin sources.
-    Scope,
-    /// `[A-Za-z0-9._-]`, starting with a letter or digit: the sub-path of an origin
-    /// (`origin:slack/T01/C02`), where outside systems' ids keep their case.
-    Origin,
-}
-
-impl Alphabet {
-    #[inline]
-    fn allows(self, b: u8) -> bool {
-        match self {
-            Alphabet::Scope => matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'),
-            Alphabet::Origin => {
-                matches!(b, b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-' | b'.')
-            }
-        }
-    }
-
-    fn describe(self) -> &'static str {
-        match self {
-            Alphabet::Scope => "lower-case a-z, 0-9, \"_\" and \"-\"",
-            Alphabet::Origin => "a-z, A-Z, 0-9, \".\", \"_\" and \"-\"",
-        }
-    }
-}
-
-/// Parse `text[start..end]` as `/`-separated segments, appending them to `out` joined by
-/// [`SEP`]. `alphabet(i)` gives the alphabet of segment `i`. Errors carry positions in `text`.
-/// Returns the number of segments.
-pub(crate) fn parse_path(
-    text: &[u8],
-    start: usize,
-    end: usize,
-    alphabet: impl Fn(usize) -> Alphabet,
-    out: &mut Vec<u8>,
-) -> Result<usize, ParseError> {
-    if start == end {
-        return Err(ParseError::at(Problem::EmptySegment, text, start));
-    }
-    if text[start] == b'/' {
-        return Err(ParseError::at(Problem::LeadingSlash, text, start));
-    }
-    let mut count = 0;
-    let mut seg_start = start;
-    let mut i = start;
-    loop {
-        if i == end || text[i] == b'/' {
-            if seg_start == i {
-                return Err(if i == end {
-                    ParseError::at(Problem::TrailingSlash, text, i - 1)
-                } else {
-                    ParseError::at(Problem::EmptySegment, text, i)
-                });
-            }
-            count += 1;
-            if count > MAX_SEGMENTS {
-                return Err(ParseError::at(Problem::TooManySegments, text, seg_start));
-            }
-            let len = i - seg_start;
-            if len > MAX_SEGMENT_LEN {
-                return Err(ParseError::at(
-                    Problem::SegmentTooLong { len },
-                    text,
-                    seg_start,
-                ));
-            }
-            let first = text[seg_start];
-            if !first.is_ascii_alphanumeric() {
-                return Err(ParseError::at(
-                    Problem::BadStart { ch: first as char },
-                    text,
-                    seg_start,
-                ));
-            }
-            if count > 1 {
-                out.push(SEP);
-            }
-            out.extend_from_slice(&text[seg_start..i]);
-            if i == end {
-                return Ok(count);
-            }
-            seg_start = i + 1;
-        } else {
-            let alpha = alphabet(count);
-            if !alpha.allows(text[i]) {
-                return Err(ParseError::at(
-                    Problem::BadChar {
-                        ch: describe_char(text, i),
-                        allowed: alpha.describe(),
-                    },
-                    text,
-                    i,
-                ));
-            }
-        }
-        i += 1;
-    }
-}
+pub use crate::path::{MAX_SEGMENTS, MAX_SEGMENT_LEN, SEP};
+use crate::path::{parse_path, Alphabet};
 
 /// Parse the text form of a scope (`*`, `acme`, `acme/platform`, ...) into its path.
 pub fn parse(text: &[u8]) -> Result<Vec<u8>, ParseError> {
@@ -283,11 +177,11 @@ mod tests {
         assert!(matches!(e("_x").problem, Problem::BadStart { .. }));
         assert!(matches!(
             e(&"a".repeat(64)).problem,
-            Problem::SegmentTooLong { len: 64 }
+            Problem::SegmentTooLong { len: 64, .. }
         ));
         assert!(parse("a".repeat(63).as_bytes()).is_ok());
         let deep = vec!["a"; 17].join("/");
-        assert_eq!(e(&deep).problem, Problem::TooManySegments);
+        assert_eq!(e(&deep).problem, Problem::TooManySegments { max: 16 });
         assert_eq!(e(&deep).position, 33);
         assert!(parse(vec!["a"; 16].join("/").as_bytes()).is_ok());
         assert_eq!(e("é").position, 1);

@@ -53,9 +53,12 @@ INSERT INTO pg_labels.artifacts (origin_run, digest) VALUES
 INSERT INTO pg_labels.artifacts (origin_run, digest) VALUES
   ('d5000000-0000-0000-0000-00000000000f', 'not a digest');
 INSERT INTO pg_labels.artifacts (origin_run, digest) VALUES (NULL, pg_labels.digest('x'));
--- the actor cannot be forged
+-- the actor cannot be forged: a writer's actor is refused, the database writes it
 INSERT INTO pg_labels.artifacts (id, origin_run, digest, actor) VALUES
   ('d5a00000-0000-0000-0000-000000000002', 'd5000000-0000-0000-0000-00000000000f', pg_labels.digest('memo'), 'someone_else')
+RETURNING actor;
+INSERT INTO pg_labels.artifacts (id, origin_run, digest) VALUES
+  ('d5a00000-0000-0000-0000-000000000002', 'd5000000-0000-0000-0000-00000000000f', pg_labels.digest('memo'))
 RETURNING actor;
 
 -- shares: the scope must carry the artifact's labels
@@ -279,9 +282,16 @@ UPDATE pg_labels.crossings SET revoked_at = NULL WHERE id = :crossing;
 UPDATE pg_labels.crossings SET expires_at = 'infinity' WHERE id = :short;
 DELETE FROM pg_labels.crossings WHERE id = :crossing;
 TRUNCATE pg_labels.crossings CASCADE;
+-- a role that can see a crossing (its scope reaches it) and holds UPDATE cannot change it either
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_share_mallory', 'acme/platform');
 SET ROLE regress_share_mallory;
+BEGIN;
+SELECT pg_labels.enter_scope('acme/platform') IS NOT NULL AS entered;
+SELECT count(*) AS crossings_mallory_sees FROM pg_labels.crossings WHERE id = :crossing;
 UPDATE pg_labels.crossings SET revoked_at = NULL WHERE id = :crossing;
+ROLLBACK;
 RESET ROLE;
+DELETE FROM pg_labels.grants WHERE role = 'regress_share_mallory';
 
 -- the trail shows which crossing every share and read used
 SELECT a.description, s.to_scope, s.to_run IS NOT NULL AS to_one_run, c.from_scope, c.reason

@@ -105,7 +105,8 @@ SELECT * FROM pg_labels.gate('11111111-1111-1111-1111-111111111111', 'tickets.up
 SELECT * FROM pg_labels.gate('11111111-1111-1111-1111-111111111111', 'mystery.tool');
 SELECT * FROM pg_labels.gate('33333333-3333-3333-3333-333333333333', 'tickets.read', '{"id": 1}', '{area:acme/platform}');
 SELECT * FROM pg_labels.gate('99999999-9999-9999-9999-999999999999', 'tickets.read');
--- a gate_decided step written directly gets the database's decision, not the writer's
+-- a gate_decided step written directly cannot bring its own decision: the decision is the
+-- database's, and a writer's is refused
 INSERT INTO pg_labels.steps (run_id, kind, tool, decision, rule, reason) VALUES
   ('11111111-1111-1111-1111-111111111111', 'gate_decided', 'stripe.refund', 'allow', 'none', 'trust me')
 RETURNING decision, rule, reason;

@@ -63,11 +63,15 @@ SET ROLE regress_pg_labels_writer;
 INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES
   ('b1000000-0000-0000-0000-000000000001', 'tool_called', 'wp.wipe')
 ON CONFLICT DO NOTHING;
--- INSERT ... ON CONFLICT DO UPDATE: the update is refused (the trail is append-only)
+-- INSERT ... ON CONFLICT DO UPDATE: a step's id is the database's, so a writer cannot even aim
+-- at an existing step: its id is refused before any conflict
 INSERT INTO pg_labels.steps (id, run_id, kind, tool) OVERRIDING SYSTEM VALUE VALUES
   ((SELECT min(id) FROM pg_labels.steps WHERE run_id = 'b1000000-0000-0000-0000-000000000001'),
    'b1000000-0000-0000-0000-000000000001', 'tool_called', 'wp.read')
 ON CONFLICT (id) DO UPDATE SET reason = 'rewritten';
+-- ... and on a run, whose id the service chooses, the update is refused (its scope is sealed)
+INSERT INTO pg_labels.runs (id, scope) VALUES ('b1000000-0000-0000-0000-000000000001', 'initech/ops')
+ON CONFLICT (id) DO UPDATE SET scope = 'initech/finance';
 -- MERGE: inserts are judged, updates and deletes refused
 MERGE INTO pg_labels.steps s
 USING (VALUES ('b1000000-0000-0000-0000-000000000001'::uuid, 'tool_called', 'wp.wipe')) v(run_id, kind, tool)

@@ -6,24 +6,35 @@
 //! hands the planner that range as index conditions. They are exact, so the original clause is
 //! not rechecked.
 
-use crate::error::Result;
-use crate::fmgr::{datum_scope, ret_scope};
+use crate::pg::error::Result;
+use crate::types::datum::{scope_from_bytes, scope_datum};
 use pg_labels_core::scope;
 use pgrx::pg_sys::{self, Datum};
 
+/// # Safety
+/// `list` must be a valid pointer list with more than `n` elements.
 unsafe fn list_nth(list: *mut pg_sys::List, n: usize) -> *mut pg_sys::Node {
+    // SAFETY: the caller's guarantee.
     unsafe { (*(*list).elements.add(n)).ptr_value as *mut pg_sys::Node }
 }
 
+/// # Safety
+/// `node` must be NULL or a valid node.
 unsafe fn is_a(node: *mut pg_sys::Node, tag: pg_sys::NodeTag) -> bool {
+    // SAFETY: the caller's guarantee.
     unsafe { !node.is_null() && (*node).type_ == tag }
 }
 
 /// Answer a `SupportRequestIndexCondition` for a containment function whose index-side
 /// argument is `col_arg` (0 for `col <@ const`, 1 for `const @> col`). Returns a `List *` of
 /// index conditions, or NULL when there is nothing to offer.
+///
+/// # Safety
+/// `req` must be the `internal` argument of a planner support function: a valid node.
 pub unsafe fn index_condition(req: Datum, col_arg: i32) -> Result<Datum> {
     const NOTHING: Result<Datum> = Ok(Datum::null());
+    // SAFETY: the planner hands a valid request node; its fields are read as the planner's own
+    // support functions (e.g. textlike_support) read them.
     unsafe {
         let node = req.cast_mut_ptr::<pg_sys::Node>();
         if !is_a(node, pg_sys::NodeTag::T_SupportRequestIndexCondition) {
@@ -66,7 +77,7 @@ pub unsafe fn index_condition(req: Datum, col_arg: i32) -> Result<Datum> {
         if ge == pg_sys::InvalidOid || lt == pg_sys::InvalidOid {
             return NOTHING;
         }
-        let Ok(path) = datum_scope((*c).constvalue) else {
+        let Ok(path) = scope_from_bytes(crate::pg::fmgr::varlena_bytes((*c).constvalue.cast_mut_ptr())) else {
             return NOTHING;
         };
         // The installation's subtree is everything: no condition narrows it.
@@ -78,7 +89,7 @@ pub unsafe fn index_condition(req: Datum, col_arg: i32) -> Result<Datum> {
             -1,
             pg_sys::InvalidOid,
             -1,
-            ret_scope(path)?,
+            scope_datum(path)?,
             false,
             false,
         );
@@ -87,7 +98,7 @@ pub unsafe fn index_condition(req: Datum, col_arg: i32) -> Result<Datum> {
             -1,
             pg_sys::InvalidOid,
             -1,
-            ret_scope(&upper)?,
+            scope_datum(&upper)?,
             false,
             false,
         );

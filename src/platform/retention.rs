@@ -1,13 +1,10 @@
 //! Retention: the one deliberate way rows leave the trail.
 
-use crate::approval::platform_owner;
-use crate::fmgr::arg;
-use crate::spi::{as_owner, with_flag, with_spi, BackendLocal, SavedPlan};
+use crate::pg::spi::{as_owner, with_spi, SavedPlan};
+use crate::platform::catalog::platform_owner;
+use crate::platform::state::PURGING;
 use crate::sql_function;
 use pgrx::pg_sys::{self, Datum};
-
-/// Raised while `pg_labels.purge()` deletes; the seal triggers let its deletes through.
-pub static PURGING: BackendLocal<bool> = BackendLocal::new(false);
 
 /// Whole runs opened before the cutoff with nothing at or after it (no step, no artifact made,
 /// no share of its artifacts or to it): their shares, artifacts and steps, then them. Steps of
@@ -37,11 +34,12 @@ static PURGE: SavedPlan = SavedPlan::new(
 
 sql_function! {
     /// `pg_labels.purge(older_than timestamptz) → bigint`: the number of runs deleted.
-    fn pgl_purge(fc) {
-        let cutoff = arg(fc, 0);
+    fn pgl_purge(call) {
+        let cutoff = call.datum(0);
         let owner = platform_owner()?;
-        let n = as_owner(owner, || with_spi(|| {
-            with_flag(&PURGING, true, || PURGE.execute(&[pg_sys::TIMESTAMPTZOID], &[Some(cutoff)], false, 0))
+        let n = as_owner(owner, || with_spi(|spi| {
+            let _purging = PURGING.enter(());
+            Ok(PURGE.execute(spi, &[pg_sys::TIMESTAMPTZOID], &[Some(cutoff)], false, 0)?.len())
         }))?;
         Ok(Datum::from(n as i64))
     }

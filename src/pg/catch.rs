@@ -6,9 +6,9 @@
 //! raise a rule's refusal (SPI statements that fire this extension's triggers) or that wait on a
 //! lock (where cancellations, lock timeouts and deadlocks arise) go through [`catch`] instead:
 //! it sets its own `sigsetjmp` restore point, calls the raw C function, and on a longjmp copies
-//! the `ErrorData` into an [`Error`] that [`crate::error::raise`] re-raises unchanged.
+//! the `ErrorData` into an [`Error`] that [`crate::pg::error::raise`] re-raises unchanged.
 
-use crate::error::{Error, Result};
+use crate::pg::error::{Error, Result};
 use pgrx::pg_sys::{self, Datum};
 use std::ffi::{c_char, c_int, c_long, CStr};
 use std::mem::MaybeUninit;
@@ -25,9 +25,15 @@ unsafe extern "C-unwind" {
     ) -> c_int;
 }
 
-/// Run `f`, which must only call unguarded C functions and own nothing that needs dropping
-/// (a longjmp abandons its frame), catching a PostgreSQL ERROR as an [`Error`].
+/// Run `f`, catching a PostgreSQL ERROR raised inside it as an [`Error`].
+///
+/// # Safety
+/// `f` must only call unguarded C functions and own nothing that needs dropping: a longjmp
+/// abandons its frame. The transaction is left in the state PostgreSQL's own `PG_CATCH` leaves
+/// it: the caller must let the error propagate (it does: the `Err` is raised again).
 pub unsafe fn catch<T: Copy>(f: impl FnOnce() -> T) -> Result<T> {
+    // SAFETY: the restore point is set and taken down exactly as PG_TRY/PG_CATCH do; the
+    // caller's guarantee covers what the jump skips.
     unsafe {
         let memory_context = pg_sys::CurrentMemoryContext;
         let exception_stack = pg_sys::PG_exception_stack;
@@ -53,6 +59,7 @@ pub unsafe fn catch<T: Copy>(f: impl FnOnce() -> T) -> Result<T> {
 }
 
 fn text(p: *const c_char) -> Option<String> {
+    // SAFETY: the fields of an ErrorData are NULL or NUL-terminated strings.
     (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }
 

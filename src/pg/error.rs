@@ -1,6 +1,6 @@
 //! The one error type of the extension and the one place it becomes a PostgreSQL `ERROR`.
 //!
-//! Every SQL-callable function returns `Result<Datum, Error>` (see [`crate::fmgr`]). An `Err`
+//! Every SQL-callable function returns `Result<Datum, Error>` (see [`crate::pg::fmgr`]). An `Err`
 //! is raised by [`raise`] *after* the guarded Rust body has returned and dropped everything it
 //! owned, so the `ereport` longjmp crosses only plain frames. Going through `errstart` /
 //! `errfinish` ourselves (rather than pgrx's `ErrorReport`, whose SQLSTATE enum is closed and
@@ -13,20 +13,7 @@
 use pg_labels_core::ParseError;
 use std::ffi::{c_char, c_int};
 
-/// A SQLSTATE as its five characters.
-pub type SqlState = [u8; 5];
-
-pub const INVALID_TEXT_REPRESENTATION: SqlState = *b"22P02";
-pub const INVALID_BINARY_REPRESENTATION: SqlState = *b"22P03";
-pub const INVALID_PARAMETER_VALUE: SqlState = *b"22023";
-pub const NULL_VALUE_NOT_ALLOWED: SqlState = *b"22004";
-pub const PROGRAM_LIMIT_EXCEEDED: SqlState = *b"54000";
-pub const CHECK_VIOLATION: SqlState = *b"23514";
-pub const FOREIGN_KEY_VIOLATION: SqlState = *b"23503";
-pub const INSUFFICIENT_PRIVILEGE: SqlState = *b"42501";
-pub const NOT_IN_PREREQUISITE_STATE: SqlState = *b"55000";
-pub const FEATURE_NOT_SUPPORTED: SqlState = *b"0A000";
-pub const DATA_CORRUPTED: SqlState = *b"XX001";
+pub use pg_labels_core::sqlstate::*;
 
 /// An error on its way to the client. Boxed, so that a function's `Result<Datum>` is two
 /// words and the success path of an operator moves nothing else around.
@@ -49,6 +36,22 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 /// Longest part of a bad literal quoted back in a message.
 const QUOTE_LIMIT: usize = 200;
+
+/// Longest message, DETAIL or HINT sent to a client, in bytes: a run carrying 100,000 labels
+/// must not produce a megabyte of error text. Longer texts are cut and say so.
+pub const TEXT_LIMIT: usize = 4000;
+
+/// `s`, cut to at most `limit` bytes at a character boundary, saying how much was cut.
+pub fn capped(s: &str, limit: usize) -> std::borrow::Cow<'_, str> {
+    if s.len() <= limit {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut end = limit;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}... ({} more bytes cut)", &s[..end], s.len() - end))
+}
 
 impl Error {
     pub fn new(sqlstate: SqlState, message: impl Into<String>) -> Self {
@@ -114,6 +117,19 @@ impl Error {
     }
 }
 
+impl From<pg_labels_core::refusal::Refusal> for Error {
+    fn from(r: pg_labels_core::refusal::Refusal) -> Error {
+        Error(Box::new(ErrorData {
+            sqlstate: r.sqlstate,
+            message: r.message,
+            detail: r.detail,
+            hint: r.hint,
+            constraint: r.constraint.map(str::to_string),
+            table: r.table.map(|t| ("pg_labels".to_string(), t.to_string())),
+        }))
+    }
+}
+
 /// Quote (part of) an input for a message.
 fn quote(input: &[u8]) -> String {
     let s = String::from_utf8_lossy(input);
@@ -147,7 +163,11 @@ unsafe extern "C-unwind" {
 }
 
 /// Copy a string into palloc'd, NUL-terminated memory (interior NULs become `?`).
+///
+/// # Safety
+/// Needs a current memory context (any backend code has one).
 unsafe fn pstr(s: &str) -> *mut c_char {
+    // SAFETY: palloc returns len + 1 writable bytes (or raises).
     unsafe {
         let p = pgrx::pg_sys::palloc(s.len() + 1) as *mut u8;
         for (i, b) in s.bytes().enumerate() {
@@ -164,12 +184,14 @@ unsafe fn pstr(s: &str) -> *mut c_char {
 /// Call only from the outermost frame of an `extern "C-unwind"` function, outside any pgrx
 /// guard, with no live value that needs dropping: `errfinish` longjmps straight out.
 pub unsafe fn raise(e: Error) -> ! {
+    // SAFETY: the caller's guarantee: nothing to drop is live above us, so the longjmp out of
+    // errfinish skips no destructor; every string is copied to palloc'd memory first.
     unsafe {
         let e = e.0;
         let code = make_sqlstate(e.sqlstate);
-        let message = pstr(&e.message);
-        let detail = e.detail.as_deref().map(|d| pstr(d));
-        let hint = e.hint.as_deref().map(|h| pstr(h));
+        let message = pstr(&capped(&e.message, TEXT_LIMIT));
+        let detail = e.detail.as_deref().map(|d| pstr(&capped(d, TEXT_LIMIT)));
+        let hint = e.hint.as_deref().map(|h| pstr(&capped(h, TEXT_LIMIT)));
         let constraint = e.constraint.as_deref().map(|c| pstr(c));
         let table = e.table.as_ref().map(|(s, t)| (pstr(s), pstr(t)));
         drop(e);

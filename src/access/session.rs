@@ -11,13 +11,16 @@
 //! function, a reused connection) no scope is entered. A session scope is checked against the
 //! grants again in every later transaction, so a revoked grant ends it.
 
-use crate::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
-use crate::fmgr::{arg, arg_is_null, arg_labelset, arg_scope, ret_bool, ret_null, ret_scope};
-use crate::spi::{
-    as_owner, current_user_name, datum_bytes, result_datum, with_spi, BackendLocal, SavedPlan,
-};
+use crate::pg::datum::Name;
+use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
+use crate::pg::fmgr::ret_bool;
+use crate::pg::local::BackendLocal;
+use crate::pg::spi::{as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan};
+use crate::platform::catalog::platform_owner;
+use crate::platform::crossings::ancestors_array;
 use crate::sql_function;
-use pg_labels_core::scope;
+use crate::types::datum::{scope_datum, TypeArgs};
+use pg_labels_core::refusal;
 use pgrx::pg_sys::{self, Oid, SubTransactionId};
 
 #[derive(Clone, Debug)]
@@ -38,26 +41,37 @@ struct State {
     xact: u64,
 }
 
-static STATE: BackendLocal<Option<State>> = BackendLocal::new(None);
+static STATE: BackendLocal<State> = BackendLocal::new(State {
+    local: None,
+    session: None,
+    saved: Vec::new(),
+    xact: 0,
+});
 
-fn state() -> &'static mut State {
-    unsafe { STATE.get().get_or_insert_with(State::default) }
+/// Run `f` with the session state.
+fn state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    STATE.with(f)
 }
 
 /// Remember the state before this subtransaction's first change, for a rollback.
 fn save_before_change() {
-    let s = state();
+    // SAFETY: reads the current subtransaction's id.
     let sub = unsafe { pg_sys::GetCurrentSubTransactionId() };
-    if s.saved.last().map(|e| e.0) != Some(sub) {
-        s.saved.push((sub, s.local.clone(), s.session.clone()));
-    }
+    state(|s| {
+        if s.saved.last().map(|e| e.0) != Some(sub) {
+            s.saved.push((sub, s.local.clone(), s.session.clone()));
+        }
+    });
 }
 
 unsafe extern "C-unwind" fn xact_callback(
     event: pg_sys::XactEvent::Type,
     _arg: *mut std::ffi::c_void,
 ) {
-    let s = state();
+    state(|s| xact_event(s, event));
+}
+
+fn xact_event(s: &mut State, event: pg_sys::XactEvent::Type) {
     match event {
         pg_sys::XactEvent::XACT_EVENT_COMMIT | pg_sys::XactEvent::XACT_EVENT_PREPARE => {
             s.saved.clear();
@@ -80,7 +94,15 @@ unsafe extern "C-unwind" fn subxact_callback(
     parent: SubTransactionId,
     _arg: *mut std::ffi::c_void,
 ) {
-    let s = state();
+    state(|s| subxact_event(s, event, my, parent));
+}
+
+fn subxact_event(
+    s: &mut State,
+    event: pg_sys::SubXactEvent::Type,
+    my: SubTransactionId,
+    parent: SubTransactionId,
+) {
     if s.saved.last().map(|e| e.0) != Some(my) {
         return;
     }
@@ -153,16 +175,19 @@ unsafe extern "C-unwind" fn process_utility(
             ),
         }
         if discard_all {
-            let s = state();
-            s.local = None;
-            s.session = None;
-            s.saved.clear();
+            state(|s| {
+                s.local = None;
+                s.session = None;
+                s.saved.clear();
+            });
         }
     }
 }
 
 /// Called from `_PG_init`: the callbacks that end entered scopes.
-pub unsafe fn init() {
+pub fn init() {
+    // SAFETY: registers callbacks and a hook that live as long as the library; the previous
+    // hook is kept and called.
     unsafe {
         pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut());
         pg_sys::RegisterSubXactCallback(Some(subxact_callback), std::ptr::null_mut());
@@ -173,121 +198,113 @@ pub unsafe fn init() {
 
 /// Grants of any role whose scope is the target or one of its ancestors.
 static GRANTS_REACHING: SavedPlan =
-    SavedPlan::new(c"SELECT role::text FROM pg_labels.grants WHERE scope::text = ANY ($1)");
+    SavedPlan::new(c"SELECT role FROM pg_labels.grants WHERE scope::text = ANY ($1)");
 
 /// Does a grant give `role` (or a role it is a member of) a scope reaching `target`?
-unsafe fn granted(role: Oid, target: &[u8]) -> Result<bool> {
-    unsafe {
-        let owner = crate::approval::platform_owner()?;
-        let ancestors = crate::crossing::ancestors_array(target)?;
-        as_owner(owner, || {
-            with_spi(|| {
-                let n = GRANTS_REACHING.execute(
-                    &[pg_sys::TEXTARRAYOID],
-                    &[Some(ancestors)],
-                    true,
-                    0,
-                )?;
-                for i in 0..n {
-                    let Some(d) = result_datum(i, 1) else {
-                        continue;
-                    };
-                    let name = std::ffi::CString::new(datum_bytes(d)).unwrap_or_default();
-                    let granted_role = pg_sys::get_role_oid(name.as_ptr(), true);
-                    if granted_role != Oid::INVALID
-                        && pg_sys::is_member_of_role_nosuper(role, granted_role)
-                    {
-                        return Ok(true);
-                    }
+fn granted(role: Oid, target: &[u8]) -> Result<bool> {
+    let owner = platform_owner()?;
+    let ancestors = ancestors_array(target)?;
+    as_owner(owner, || {
+        with_spi(|spi| {
+            let rows = GRANTS_REACHING.execute(spi, &[pg_sys::TEXTARRAYOID], &[Some(ancestors)], true, 0)?;
+            for i in 0..rows.len() {
+                let Some(name) = rows.get::<Name>(i, 1)? else {
+                    continue;
+                };
+                if role_oid(&name.0).is_some_and(|granted| is_member(role, granted)) {
+                    return Ok(true);
                 }
-                Ok(false)
-            })
+            }
+            Ok(false)
         })
-    }
+    })
 }
 
 /// The scope in force for the current role, if any (checking a session scope's grant again
 /// once per transaction).
-unsafe fn effective() -> Result<Option<&'static [u8]>> {
-    unsafe {
-        let user = pg_sys::GetUserId();
-        let s = state();
+fn effective() -> Result<Option<Vec<u8>>> {
+    let user = current_user();
+    enum Next {
+        Done(Option<Vec<u8>>),
+        Recheck(Vec<u8>, u64),
+    }
+    let next = state(|s| {
         if let Some(e) = &s.local {
-            return Ok((e.role == user).then_some(&e.path[..]));
+            return Next::Done((e.role == user).then(|| e.path.clone()));
         }
-        let xact = s.xact;
-        let Some(e) = &mut s.session else {
-            return Ok(None);
-        };
-        if e.role != user {
-            return Ok(None);
+        match &s.session {
+            None => Next::Done(None),
+            Some(e) if e.role != user => Next::Done(None),
+            Some(e) if e.checked == s.xact => Next::Done(Some(e.path.clone())),
+            Some(e) => Next::Recheck(e.path.clone(), s.xact),
         }
-        if e.checked != xact {
-            let path = e.path.clone();
-            if granted(user, &path)? {
-                if let Some(e) = &mut state().session {
-                    e.checked = xact;
+    });
+    match next {
+        Next::Done(p) => Ok(p),
+        Next::Recheck(path, xact) => {
+            let still = granted(user, &path)?;
+            state(|s| {
+                if still {
+                    if let Some(e) = &mut s.session {
+                        e.checked = xact;
+                    }
+                } else {
+                    s.session = None;
                 }
-            } else {
-                state().session = None;
-                return Ok(None);
-            }
+            });
+            Ok(still.then_some(path))
         }
-        Ok(state().session.as_ref().map(|e| &e.path[..]))
     }
 }
 
 sql_function! {
     /// `pg_labels.enter_scope(scope scope, for_session boolean DEFAULT false) → scope`
-    fn pgl_enter_scope(fc) {
-        if arg_is_null(fc, 0) {
+    fn pgl_enter_scope(call) {
+        if call.is_null(0) {
             return Err(Error::new(NULL_VALUE_NOT_ALLOWED, "enter_scope needs a scope"));
         }
-        let target = arg_scope(fc, 0)?.to_vec();
-        let for_session = !arg_is_null(fc, 1) && arg(fc, 1).value() != 0;
-        let user = pg_sys::GetUserId();
+        let target = call.scope(0)?.to_vec();
+        let for_session = !call.is_null(1) && call.bool(1);
+        let user = current_user();
         if !granted(user, &target)? {
-            let text = scope::to_text(&target);
-            let role = current_user_name();
-            return Err(Error::new(crate::refusal::INSUFFICIENT_PRIVILEGE, format!("permission denied to enter scope {text}"))
-                .detail(format!("No grant in pg_labels.grants gives role {role}, or a role it is a member of, a scope reaching {text}."))
-                .hint(format!("A DBA grants it: INSERT INTO pg_labels.grants (role, scope) VALUES ('{role}', '{text}');"))
-                .table("pg_labels", "grants"));
+            return Err(refusal::scope_not_granted(&current_user_name(), &target).into());
         }
         save_before_change();
-        let s = state();
-        let e = Entered { path: target.clone(), role: user, checked: s.xact };
-        if for_session {
-            s.session = Some(e);
-            s.local = None;
-        } else {
-            s.local = Some(e);
-        }
-        ret_scope(&target)
+        state(|s| {
+            let e = Entered { path: target.clone(), role: user, checked: s.xact };
+            if for_session {
+                s.session = Some(e);
+                s.local = None;
+            } else {
+                s.local = Some(e);
+            }
+        });
+        scope_datum(&target)
     }
 
     /// `pg_labels.leave_scope() → void`
-    fn pgl_leave_scope(fc) {
+    fn pgl_leave_scope(call) {
         save_before_change();
-        let s = state();
-        s.local = None;
-        s.session = None;
-        ret_null(fc)
+        state(|s| {
+            s.local = None;
+            s.session = None;
+        });
+        call.null()
     }
 
     /// `pg_labels.current_scope() → scope`: NULL when none is entered (for the current role).
-    fn pgl_current_scope(fc) {
+    fn pgl_current_scope(call) {
         match effective()? {
-            Some(p) => ret_scope(p),
-            None => ret_null(fc),
+            Some(p) => scope_datum(&p),
+            None => call.null(),
         }
     }
 
     /// `pg_labels.visible(labels labelset) → boolean`: the entered scope can carry the labels.
-    fn pgl_visible(fc) {
-        let labels = arg_labelset(fc, 0)?;
+    fn pgl_visible(call) {
+        let labels = call.labelset(0)?;
         ret_bool(match effective()? {
-            Some(p) => labels.carried_by(p),
+            Some(p) => labels.carried_by(&p),
             None => false,
         })
     }

@@ -1,0 +1,783 @@
+//! Every barrier decision, as a pure function of plain values: a tool call (or a gate
+//! decision), a share, a context read, the opening of a run. The extension gathers the facts
+//! (the run's sealed scope, what it carries, the tool's catalog entry, the active crossings, an
+//! approval), calls one of these, and writes what it returns; it decides nothing itself.
+//!
+//! Lookups that cost a statement (crossings, an approval) are passed as closures and asked only
+//! when the decision needs them.
+
+use crate::crossing::{self, Crossing, Owned};
+use crate::labelset::{self, LabelSet};
+use crate::refusal::{self, Refusal, LIST_LIMIT};
+use crate::rules::{Decision, Effect, Rule};
+use crate::scope;
+
+/// What the rules need of the labels a run carries: the scope labels its scope cannot carry,
+/// and the origin labels. Both only grow with the run's labels.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub escaping: Vec<u8>,
+    pub origins: Vec<u8>,
+}
+
+impl Summary {
+    /// The summary of `labels` for a run in `run_scope`.
+    pub fn of(labels: LabelSet<'_>, run_scope: &[u8]) -> Summary {
+        Summary {
+            escaping: labels.escaping(run_scope),
+            origins: labels.origins(),
+        }
+    }
+
+    pub fn escaping(&self) -> LabelSet<'_> {
+        LabelSet::from_canonical(&self.escaping)
+    }
+
+    pub fn origins(&self) -> LabelSet<'_> {
+        LabelSet::from_canonical(&self.origins)
+    }
+
+    /// The summary of the run's labels with `more` added.
+    pub fn with(&self, more: LabelSet<'_>, run_scope: &[u8]) -> Summary {
+        let add = Summary::of(more, run_scope);
+        Summary {
+            escaping: self.escaping().union(add.escaping()),
+            origins: self.origins().union(add.origins()),
+        }
+    }
+}
+
+/// The catalog entry of the tool being called, as far as the rules need it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolFacts {
+    pub effect: Effect,
+}
+
+/// The outcome for one proposed tool call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    pub decision: Decision,
+    /// The rule that decided, when one did (an allowed call under an approval names
+    /// `approval_required`).
+    pub rule: Option<Rule>,
+    /// One line for the trail.
+    pub reason: Option<String>,
+    /// When the barrier blocked: the escaping labels no crossing covers (a labelset body).
+    pub uncovered: Vec<u8>,
+    /// The approval request this call uses, when one was needed and found.
+    pub approval: Option<i64>,
+    /// The crossings that let the escaping labels through (ascending), when something escaped
+    /// and active crossings covered all of it.
+    pub crossings: Vec<i64>,
+}
+
+impl Verdict {
+    /// The refusal of a `tool_called` step this verdict does not allow.
+    pub fn refusal(
+        &self,
+        run: &str,
+        run_scope: &[u8],
+        tool: Option<&str>,
+        effect: Option<Effect>,
+        origins: LabelSet<'_>,
+    ) -> Refusal {
+        refusal::tool_call(
+            run,
+            run_scope,
+            tool,
+            effect,
+            self.rule.unwrap_or(Rule::DataBarrier),
+            &self.uncovered,
+            origins.body(),
+        )
+    }
+}
+
+/// Judge a proposed tool call.
+///
+/// * `run_scope`: the run's sealed scope (a path);
+/// * `escaping`, `origins`: the [`Summary`] of the run's labels united with the step's own;
+/// * `tool`: the tool's name, and `facts` its catalog entry (`None`: not in the catalog);
+/// * `cover`: asked only when some scope labels escape the run's scope, with those labels;
+///   returns the active crossings into the run's scope that cover every one of them (see
+///   [`crate::crossing::cover_each`]), or the labels none covers;
+/// * `approval`: looked up only for an untrusted reversible write; returns an unused granted
+///   approval request for exactly this call, if any.
+///
+/// Rules, in order: `data_barrier` (nothing but an active crossing lets escaping labels
+/// through; approvals never do), `unknown_tool` (fail closed), `untrusted_to_irreversible` (no
+/// approval changes it), `approval_required`.
+pub fn judge<E>(
+    run_scope: &[u8],
+    escaping: LabelSet<'_>,
+    origins: LabelSet<'_>,
+    tool: Option<&str>,
+    facts: Option<ToolFacts>,
+    cover: impl FnOnce(LabelSet<'_>) -> Result<Result<Vec<i64>, Vec<u8>>, E>,
+    approval: impl FnOnce() -> Result<Option<i64>, E>,
+) -> Result<Verdict, E> {
+    let mut v = Verdict {
+        decision: Decision::Allow,
+        rule: None,
+        reason: None,
+        uncovered: Vec::new(),
+        approval: None,
+        crossings: Vec::new(),
+    };
+    let tool_name = tool.unwrap_or("(none)");
+    if !escaping.is_empty() {
+        match cover(escaping)? {
+            Ok(crossings) => {
+                v.reason = Some(format!(
+                    "carries {} into scope {} under crossing {}",
+                    escaping.to_text_capped(LIST_LIMIT),
+                    scope::to_text(run_scope),
+                    ids_text(&crossings)
+                ));
+                v.crossings = crossings;
+            }
+            Err(uncovered) => {
+                v.decision = Decision::Block;
+                v.rule = Some(Rule::DataBarrier);
+                v.reason = Some(format!(
+                    "run scope {} cannot carry {}: the run carries data from outside this company or area",
+                    scope::to_text(run_scope),
+                    LabelSet::from_canonical(&uncovered).to_text_capped(LIST_LIMIT)
+                ));
+                v.uncovered = uncovered;
+                return Ok(v);
+            }
+        }
+    }
+    let Some(facts) = facts else {
+        v.decision = Decision::Block;
+        v.rule = Some(Rule::UnknownTool);
+        v.reason = Some(match tool {
+            Some(t) => format!("tool {t} is not in the tool catalog"),
+            None => "a tool call names no tool".to_string(),
+        });
+        return Ok(v);
+    };
+    if origins.is_empty() {
+        return Ok(v);
+    }
+    let from = origins.to_text_capped(LIST_LIMIT);
+    if facts.effect.is_irreversible() {
+        v.decision = Decision::Block;
+        v.rule = Some(Rule::UntrustedToIrreversible);
+        v.reason = Some(format!(
+            "{} tool {tool_name} on data from {from}",
+            facts.effect.name()
+        ));
+        return Ok(v);
+    }
+    if facts.effect == Effect::ReversibleWrite {
+        v.rule = Some(Rule::ApprovalRequired);
+        match approval()? {
+            Some(request) => {
+                v.approval = Some(request);
+                v.reason = Some(format!(
+                    "reversible write {tool_name} on data from {from}, approved (request {request})"
+                ));
+            }
+            None => {
+                v.decision = Decision::Ask;
+                v.reason = Some(format!(
+                    "reversible write {tool_name} on data from {from} needs a person's approval of this call"
+                ));
+            }
+        }
+    }
+    Ok(v)
+}
+
+/// `3` or `3, 7`: crossing ids for a message.
+pub fn ids_text(ids: &[i64]) -> String {
+    ids.iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+// ------------------------------------------------------------------------------------------
+// Opening a run
+// ------------------------------------------------------------------------------------------
+
+/// The listener a run is opened for, as found in the catalog.
+#[derive(Clone, Copy, Debug)]
+pub struct ListenerFacts<'a> {
+    pub id: i64,
+    pub scope: &'a [u8],
+    pub agent: Option<&'a str>,
+}
+
+/// The agent version a run is opened for: its number and, when it is published, its scope.
+#[derive(Clone, Copy, Debug)]
+pub struct VersionFacts<'a> {
+    pub version: i32,
+    pub scope: Option<&'a [u8]>,
+}
+
+/// What a run is opened with.
+#[derive(Clone, Copy, Debug)]
+pub struct Opening<'a> {
+    /// The run's id, for messages.
+    pub run: &'a str,
+    /// The scope the writer gave, if any.
+    pub scope: Option<&'a [u8]>,
+    /// The initial labels the writer gave.
+    pub labels: LabelSet<'a>,
+    /// The agent the writer gave, if any.
+    pub agent: Option<&'a str>,
+    pub listener: Option<ListenerFacts<'a>>,
+    pub version: Option<VersionFacts<'a>>,
+}
+
+/// What the opened run is: its scope and labels, and what the database fills in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Opened {
+    pub scope: Vec<u8>,
+    /// The scope was not given and comes from the listener or the version.
+    pub scope_filled: bool,
+    /// The agent was not given and comes from the listener.
+    pub agent_filled: Option<String>,
+    /// The initial labels with the run's own scope label.
+    pub labels: Vec<u8>,
+}
+
+/// Open a run, or say why it is not even opened. A run opened through a listener has exactly
+/// the listener's scope and agent; a run of a published version has the version's scope; its
+/// initial labels must fit its scope; and it is opened in a company or area, never in `*`.
+pub fn open_run(o: &Opening<'_>) -> Result<Opened, Refusal> {
+    let mut scope_filled = false;
+    let mut agent_filled = None;
+    let mut agent = o.agent;
+    let mut path: Option<&[u8]> = o.scope;
+    if let Some(l) = o.listener {
+        // The event binding decides where the run is: the listener's scope, nothing wider (it
+        // could carry more) and nothing else.
+        match path {
+            Some(p) if p != l.scope => {
+                return Err(refusal::run_not_opened(o.run, p, &[], Some((l.id, l.scope))))
+            }
+            Some(_) => {}
+            None => {
+                path = Some(l.scope);
+                scope_filled = true;
+            }
+        }
+        match (agent, l.agent) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(refusal::listener_agent(o.run, l.id, b, a));
+            }
+            (None, Some(b)) => {
+                agent = Some(b);
+                agent_filled = Some(b.to_string());
+            }
+            _ => {}
+        }
+    }
+    if let Some(v) = o.version {
+        // A run of a published version has the version's scope ("the agent was published in
+        // the right company and area").
+        let Some(a) = agent else {
+            return Err(refusal::no_version(o.run, None, v.version));
+        };
+        let Some(vs) = v.scope else {
+            return Err(refusal::no_version(o.run, Some(a), v.version));
+        };
+        match path {
+            Some(p) if p != vs => {
+                return Err(refusal::run_not_published(o.run, p, a, v.version, vs));
+            }
+            Some(_) => {}
+            None => {
+                path = Some(vs);
+                scope_filled = true;
+            }
+        }
+    }
+    let Some(path) = path else {
+        return Err(Refusal {
+            sqlstate: crate::sqlstate::NOT_NULL_VIOLATION,
+            message: "null value in column \"scope\" of relation \"runs\" violates not-null constraint".into(),
+            detail: None,
+            hint: None,
+            constraint: None,
+            table: Some("runs"),
+        });
+    };
+    if path.is_empty() {
+        return Err(refusal::run_in_installation(o.run));
+    }
+    let own = labelset::from_entries(vec![scope::label_entry(path)]);
+    let initial = o.labels.union(LabelSet::from_canonical(&own));
+    let escaping = LabelSet::from_canonical(&initial).escaping(path);
+    if !escaping.is_empty() {
+        return Err(refusal::run_not_opened(o.run, path, &escaping, None));
+    }
+    Ok(Opened {
+        scope: path.to_vec(),
+        scope_filled,
+        agent_filled,
+        labels: initial,
+    })
+}
+
+// ------------------------------------------------------------------------------------------
+// Shares and context reads
+// ------------------------------------------------------------------------------------------
+
+/// The artifact a share or read is about, for messages.
+#[derive(Clone, Copy, Debug)]
+pub struct ArtifactFacts<'a> {
+    pub id: &'a str,
+    pub origin_run: &'a str,
+    pub labels: LabelSet<'a>,
+}
+
+/// A share of an artifact to `target` (a scope, or the scope of the run `to_run`): the one
+/// crossing it uses when the target cannot carry all of the artifact's labels (`None` when it
+/// can), or the refusal. `named`: the crossing the writer asked to use, if any. `active`
+/// (asked only when something escapes) returns the active crossings into the target.
+pub fn share<E>(
+    artifact: &ArtifactFacts<'_>,
+    target: &[u8],
+    to_run: Option<&str>,
+    named: Option<i64>,
+    active: impl FnOnce() -> Result<Vec<Owned>, E>,
+) -> Result<Result<Option<i64>, Refusal>, E> {
+    let escaping = artifact.labels.escaping(target);
+    if escaping.is_empty() {
+        return Ok(Ok(None));
+    }
+    let active = active()?;
+    let candidates: Vec<Crossing<'_>> = active
+        .iter()
+        .map(Owned::view)
+        .filter(|c| named.is_none_or(|n| n == c.id))
+        .collect();
+    Ok(
+        match crossing::cover_all(LabelSet::from_canonical(&escaping), target, &candidates) {
+            Some(id) => Ok(Some(id)),
+            None => Err(refusal::share_refused(
+                artifact.id,
+                artifact.origin_run,
+                target,
+                to_run,
+                &escaping,
+                named,
+            )),
+        },
+    )
+}
+
+/// A share of an artifact, as a read sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct ShareFacts<'a> {
+    pub id: i64,
+    /// Shared with one run: is it the reading run?
+    pub to_this_run: Option<bool>,
+    pub to_scope: &'a [u8],
+}
+
+/// The first share (in the order given) that offers the artifact to a run in `run_scope`: one
+/// to this very run, or to a scope reaching the run's.
+pub fn covering_share<'a>(
+    run_scope: &[u8],
+    shares: impl IntoIterator<Item = ShareFacts<'a>>,
+) -> Option<i64> {
+    shares
+        .into_iter()
+        .find(|s| match s.to_this_run {
+            Some(this) => this,
+            None => scope::reaches(s.to_scope, run_scope),
+        })
+        .map(|s| s.id)
+}
+
+/// What a context read brings into the run: the step's labels with the artifact's, and the
+/// crossings that let those the run's scope cannot carry through.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadOutcome {
+    pub labels: Vec<u8>,
+    pub share: i64,
+    pub crossings: Vec<i64>,
+}
+
+/// Judge a context read of `artifact` by run `run` (in `run_scope`): a share must offer it to
+/// the run (`share`, from [`covering_share`]), and the run's scope must carry its labels or
+/// active crossings into it (asked only when something escapes) must cover each of the rest.
+pub fn read<E>(
+    run: &str,
+    run_scope: &[u8],
+    artifact: &ArtifactFacts<'_>,
+    share: Option<i64>,
+    step_labels: LabelSet<'_>,
+    active: impl FnOnce() -> Result<Vec<Owned>, E>,
+) -> Result<Result<ReadOutcome, Refusal>, E> {
+    let Some(share) = share else {
+        return Ok(Err(refusal::not_shared(run, run_scope, artifact.id)));
+    };
+    let labels = step_labels.union(artifact.labels);
+    let escaping = LabelSet::from_canonical(&labels).escaping(run_scope);
+    let crossings = if escaping.is_empty() {
+        Vec::new()
+    } else {
+        let active = active()?;
+        let views: Vec<Crossing<'_>> = active.iter().map(Owned::view).collect();
+        match crossing::cover_each(LabelSet::from_canonical(&escaping), run_scope, &views) {
+            Ok(ids) => ids,
+            Err(uncovered) => {
+                return Ok(Err(refusal::read_refused(
+                    run,
+                    run_scope,
+                    artifact.id,
+                    &uncovered,
+                )))
+            }
+        }
+    };
+    Ok(Ok(ReadOutcome {
+        labels,
+        share,
+        crossings,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::labelset;
+
+    fn run(
+        scope_text: &str,
+        labels: &str,
+        tool: Option<(&str, Effect)>,
+        approved: Option<i64>,
+    ) -> Verdict {
+        run_crossing(scope_text, labels, tool, approved, &[])
+    }
+
+    /// With active crossings `(id, from, to)`.
+    fn run_crossing(
+        scope_text: &str,
+        labels: &str,
+        tool: Option<(&str, Effect)>,
+        approved: Option<i64>,
+        crossings: &[(i64, &str, &str)],
+    ) -> Verdict {
+        let p = scope::parse(scope_text.as_bytes()).unwrap();
+        let b = labelset::parse(labels.as_bytes()).unwrap();
+        let (name, facts) = match tool {
+            Some((n, e)) => (Some(n), Some(ToolFacts { effect: e })),
+            None => (Some("ghost"), None),
+        };
+        let cs: Vec<Owned> = crossings
+            .iter()
+            .map(|&(id, f, t)| Owned {
+                id,
+                from: scope::parse(f.as_bytes()).unwrap(),
+                to: scope::parse(t.as_bytes()).unwrap(),
+            })
+            .collect();
+        let views: Vec<Crossing> = cs.iter().map(Owned::view).collect();
+        let s = Summary::of(LabelSet::from_body(&b).unwrap(), &p);
+        judge::<()>(
+            &p,
+            s.escaping(),
+            s.origins(),
+            name,
+            facts,
+            |esc| Ok(crossing::cover_each(esc, &p, &views)),
+            || Ok(approved),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn seed_scenarios() {
+        let read = Some(("tickets.read", Effect::Read));
+        // the seed's table
+        assert_eq!(
+            run("acme/platform", "{area:acme/platform}", read, None).decision,
+            Decision::Allow
+        );
+        assert_eq!(
+            run("acme", "{area:acme/platform}", read, None).decision,
+            Decision::Allow
+        );
+        let v = run("acme/finance", "{area:acme/platform}", read, None);
+        assert_eq!(
+            (v.decision, v.rule),
+            (Decision::Block, Some(Rule::DataBarrier))
+        );
+        assert_eq!(
+            LabelSet::from_body(&v.uncovered).unwrap().to_text(),
+            "{area:acme/platform}"
+        );
+        let v = run("globex/platform", "{area:acme/platform}", read, None);
+        assert_eq!(v.rule, Some(Rule::DataBarrier));
+    }
+
+    #[test]
+    fn rule_order_and_approvals() {
+        let refund = Some(("stripe.refund", Effect::Financial));
+        let wipe = Some(("db.drop", Effect::Destructive));
+        let update = Some(("tickets.update", Effect::ReversibleWrite));
+        let untrusted = "{area:acme/x,origin:slack}";
+        // no approval makes an untrusted irreversible call acceptable
+        for t in [refund, wipe] {
+            let v = run("acme/x", untrusted, t, Some(7));
+            assert_eq!(
+                (v.decision, v.rule, v.approval),
+                (Decision::Block, Some(Rule::UntrustedToIrreversible), None)
+            );
+        }
+        assert_eq!(
+            run("acme/x", "{area:acme/x}", refund, None).decision,
+            Decision::Allow
+        );
+        // reversible writes ask, unless approved
+        let v = run("acme/x", untrusted, update, None);
+        assert_eq!(
+            (v.decision, v.rule),
+            (Decision::Ask, Some(Rule::ApprovalRequired))
+        );
+        let v = run("acme/x", untrusted, update, Some(7));
+        assert_eq!((v.decision, v.approval), (Decision::Allow, Some(7)));
+        assert_eq!(
+            run("acme/x", "{area:acme/x}", update, None).decision,
+            Decision::Allow
+        );
+        // approvals never override the barrier
+        let v = run("acme/y", untrusted, update, Some(7));
+        assert_eq!(
+            (v.decision, v.rule, v.approval),
+            (Decision::Block, Some(Rule::DataBarrier), None)
+        );
+        // unknown tools fail closed, after the barrier
+        let v = run("acme/x", "{area:acme/x}", None, None);
+        assert_eq!(
+            (v.decision, v.rule),
+            (Decision::Block, Some(Rule::UnknownTool))
+        );
+        assert_eq!(
+            run("acme/y", "{area:acme/x}", None, None).rule,
+            Some(Rule::DataBarrier)
+        );
+        // the lookups are only made when needed
+        let p = scope::parse(b"acme").unwrap();
+        let b = labelset::parse(b"{origin:slack}").unwrap();
+        let s = Summary::of(LabelSet::from_body(&b).unwrap(), &p);
+        let r = judge::<&str>(
+            &p,
+            s.escaping(),
+            s.origins(),
+            Some("r"),
+            Some(ToolFacts {
+                effect: Effect::Read,
+            }),
+            |_| Err("crossings looked up"),
+            || Err("looked up"),
+        );
+        assert!(r.is_ok());
+    }
+
+    #[test]
+    fn crossings_let_covered_labels_through_and_nothing_else() {
+        let read = Some(("kb.search", Effect::Read));
+        let refund = Some(("stripe.refund", Effect::Financial));
+        let into_platform = [(4, "acme/finance", "acme/platform")];
+        let v = run_crossing(
+            "acme/platform",
+            "{area:acme/finance}",
+            read,
+            None,
+            &into_platform,
+        );
+        assert_eq!(
+            (v.decision, v.rule, v.crossings.clone()),
+            (Decision::Allow, None, vec![4])
+        );
+        assert!(v.reason.unwrap().contains("under crossing 4"));
+        // a sub-area of the target is inside the crossing's to_scope; the parent is not
+        let v = run_crossing(
+            "acme/platform/infra",
+            "{area:acme/finance/ledger}",
+            read,
+            None,
+            &into_platform,
+        );
+        assert_eq!(v.decision, Decision::Allow);
+        let v = run_crossing("acme", "{company:globex}", read, None, &into_platform);
+        assert_eq!(v.rule, Some(Rule::DataBarrier));
+        // a label the crossing does not cover still blocks, and only it is named
+        let v = run_crossing(
+            "acme/platform",
+            "{area:acme/finance,area:acme/hr}",
+            read,
+            None,
+            &into_platform,
+        );
+        assert_eq!(
+            (v.decision, v.rule),
+            (Decision::Block, Some(Rule::DataBarrier))
+        );
+        assert_eq!(
+            LabelSet::from_canonical(&v.uncovered).to_text(),
+            "{area:acme/hr}"
+        );
+        assert!(v.crossings.is_empty());
+        // a crossing lifts the barrier only: the other rules still judge the call
+        let v = run_crossing(
+            "acme/platform",
+            "{area:acme/finance,origin:webhook}",
+            refund,
+            Some(1),
+            &into_platform,
+        );
+        assert_eq!(
+            (v.decision, v.rule, v.crossings),
+            (
+                Decision::Block,
+                Some(Rule::UntrustedToIrreversible),
+                vec![4]
+            )
+        );
+        let v = run_crossing(
+            "acme/platform",
+            "{area:acme/finance}",
+            None,
+            None,
+            &into_platform,
+        );
+        assert_eq!(v.rule, Some(Rule::UnknownTool));
+    }
+
+    fn p(s: &str) -> Vec<u8> {
+        scope::parse(s.as_bytes()).unwrap()
+    }
+
+    fn ls(s: &str) -> Vec<u8> {
+        labelset::parse(s.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn opening_runs() {
+        let empty = ls("{}");
+        let open = |scope: Option<&[u8]>,
+                    labels: &[u8],
+                    listener: Option<ListenerFacts>,
+                    version: Option<VersionFacts>,
+                    agent: Option<&str>| {
+            open_run(&Opening {
+                run: "r",
+                scope,
+                labels: LabelSet::from_canonical(labels),
+                agent,
+                listener,
+                version,
+            })
+        };
+        let (plat, fin) = (p("acme/platform"), p("acme/finance"));
+        let o = open(Some(&plat), &empty, None, None, None).unwrap();
+        assert_eq!(LabelSet::from_canonical(&o.labels).to_text(), "{area:acme/platform}");
+        // initial labels must fit
+        let e = open(Some(&plat), &ls("{area:acme/finance}"), None, None, None).unwrap_err();
+        assert_eq!(e.constraint, Some("data_barrier"));
+        // never in the installation
+        let e = open(Some(&p("*")), &empty, None, None, None).unwrap_err();
+        assert_eq!(e.constraint, Some("runs_scope_check"));
+        // a listener decides the scope and the agent
+        let l = ListenerFacts {
+            id: 3,
+            scope: &plat,
+            agent: Some("bot"),
+        };
+        let o = open(None, &empty, Some(l), None, None).unwrap();
+        assert!(o.scope_filled);
+        assert_eq!(o.agent_filled.as_deref(), Some("bot"));
+        assert_eq!(
+            open(Some(&fin), &empty, Some(l), None, None).unwrap_err().constraint,
+            Some("data_barrier")
+        );
+        assert_eq!(
+            open(None, &empty, Some(l), None, Some("other")).unwrap_err().constraint,
+            Some("runs_listener_check")
+        );
+        // a published version decides the scope
+        let v = VersionFacts {
+            version: 2,
+            scope: Some(&fin),
+        };
+        assert_eq!(
+            open(Some(&plat), &empty, None, Some(v), Some("bot")).unwrap_err().message,
+            "data_barrier: run r is not opened: agent bot version 2 is published in scope acme/finance, not acme/platform"
+        );
+        assert_eq!(open(None, &empty, None, Some(v), Some("bot")).unwrap().scope, fin);
+        assert_eq!(
+            open(None, &empty, None, Some(v), None).unwrap_err().constraint,
+            Some("runs_agent_version_fkey")
+        );
+        let unpublished = VersionFacts {
+            version: 9,
+            scope: None,
+        };
+        assert_eq!(
+            open(None, &empty, None, Some(unpublished), Some("bot")).unwrap_err().constraint,
+            Some("runs_agent_version_fkey")
+        );
+    }
+
+    #[test]
+    fn shares_and_reads() {
+        let labels = ls("{area:acme/finance}");
+        let art = ArtifactFacts {
+            id: "a",
+            origin_run: "o",
+            labels: LabelSet::from_canonical(&labels),
+        };
+        let none = || Ok::<_, ()>(Vec::new());
+        let into_platform = || {
+            Ok::<_, ()>(vec![Owned {
+                id: 5,
+                from: p("acme/finance"),
+                to: p("acme/platform"),
+            }])
+        };
+        assert_eq!(share(&art, &p("acme"), None, None, none).unwrap(), Ok(None));
+        assert!(share(&art, &p("acme/platform"), None, None, none).unwrap().is_err());
+        assert_eq!(
+            share(&art, &p("acme/platform"), None, None, into_platform).unwrap(),
+            Ok(Some(5))
+        );
+        // a named crossing must be the one that covers
+        assert!(share(&art, &p("acme/platform"), None, Some(6), into_platform)
+            .unwrap()
+            .is_err());
+        // reads: a share must cover the run
+        let plat = p("acme/platform");
+        let shares = [
+            ShareFacts {
+                id: 1,
+                to_this_run: Some(false),
+                to_scope: &plat,
+            },
+            ShareFacts {
+                id: 2,
+                to_this_run: None,
+                to_scope: b"acme",
+            },
+        ];
+        assert_eq!(covering_share(&p("acme/platform/infra"), shares), Some(2));
+        assert_eq!(covering_share(&p("globex"), shares), None);
+        let r = read("r", &plat, &art, None, LabelSet::EMPTY, none).unwrap();
+        assert_eq!(r.unwrap_err().message, "data_barrier: artifact a is not shared with run r");
+        assert!(read("r", &plat, &art, Some(2), LabelSet::EMPTY, none).unwrap().is_err());
+        let ok = read("r", &plat, &art, Some(2), LabelSet::EMPTY, into_platform)
+            .unwrap()
+            .unwrap();
+        assert_eq!((ok.share, ok.crossings), (2, vec![5]));
+    }
+}

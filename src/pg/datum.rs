@@ -1,0 +1,423 @@
+//! Values in and out of datums, checked against the type they claim to be.
+//!
+//! [`FromDatum`] reads a datum of a known type into a Rust value; whoever hands it a datum also
+//! hands the datum's type OID, and a mismatch is an error, never a misread. The trigger
+//! protocol ([`crate::pg::trigger`]), SPI results ([`crate::pg::spi`]) and table scans
+//! ([`crate::pg::heap`]) all read through it, so a column is never read without its type being
+//! checked. The constructors build datums in the current memory context.
+
+use crate::pg::error::{Error, Result, DATATYPE_MISMATCH};
+use crate::pg::fmgr::{ret_bytes, varlena_bytes};
+use pgrx::pg_sys::{self, Datum, Oid};
+use std::ffi::CStr;
+
+/// A value that can be read from a datum of the types [`FromDatum::accepts`] allows.
+pub trait FromDatum<'a>: Sized {
+    /// What the type is called in messages.
+    const NAME: &'static str;
+
+    /// Can a datum of type `oid` be read as `Self`?
+    fn accepts(oid: Oid) -> bool;
+
+    /// Read the value.
+    ///
+    /// # Safety
+    /// `d` must be a valid, non-null datum of a type `accepts` allows, alive for `'a`.
+    unsafe fn read(d: Datum) -> Result<Self>;
+}
+
+/// Read `d` (of type `oid`, `None` when NULL) as `T`, checking the type first.
+///
+/// # Safety
+/// `d`, when present, must be a valid datum of type `oid`, alive for `'a`.
+pub unsafe fn read<'a, T: FromDatum<'a>>(d: Option<Datum>, oid: Oid, what: &str) -> Result<Option<T>> {
+    if !T::accepts(oid) {
+        return Err(mismatch(what, T::NAME, oid));
+    }
+    match d {
+        // SAFETY: non-null, of an accepted type (checked above), alive for 'a (caller).
+        Some(d) => unsafe { T::read(d) }.map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The error for a column or result of an unexpected type.
+pub fn mismatch(what: &str, expected: &str, oid: Oid) -> Error {
+    Error::new(
+        DATATYPE_MISMATCH,
+        format!(
+            "pg_labels: {what} is of type {}, not {expected}",
+            type_name(oid)
+        ),
+    )
+}
+
+/// The name of a type, for messages.
+pub fn type_name(oid: Oid) -> String {
+    // SAFETY: format_type_be copes with any OID (it prints ??? for unknown ones).
+    unsafe {
+        let p = pg_sys::format_type_be(oid);
+        CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}
+
+impl FromDatum<'_> for i64 {
+    const NAME: &'static str = "bigint";
+    fn accepts(oid: Oid) -> bool {
+        oid == pg_sys::INT8OID
+    }
+    unsafe fn read(d: Datum) -> Result<Self> {
+        Ok(d.value() as i64)
+    }
+}
+
+impl FromDatum<'_> for i32 {
+    const NAME: &'static str = "integer";
+    fn accepts(oid: Oid) -> bool {
+        oid == pg_sys::INT4OID
+    }
+    unsafe fn read(d: Datum) -> Result<Self> {
+        Ok(d.value() as i32)
+    }
+}
+
+impl FromDatum<'_> for bool {
+    const NAME: &'static str = "boolean";
+    fn accepts(oid: Oid) -> bool {
+        oid == pg_sys::BOOLOID
+    }
+    unsafe fn read(d: Datum) -> Result<Self> {
+        Ok(d.value() != 0)
+    }
+}
+
+impl FromDatum<'_> for Oid {
+    const NAME: &'static str = "oid";
+    fn accepts(oid: Oid) -> bool {
+        oid == pg_sys::OIDOID || oid == pg_sys::REGCLASSOID
+    }
+    unsafe fn read(d: Datum) -> Result<Self> {
+        Ok(Oid::from(d.value() as u32))
+    }
+}
+
+/// A `timestamptz`, in PostgreSQL's microseconds since 2000-01-01.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Timestamp(pub i64);
+
+impl FromDatum<'_> for Timestamp {
+    const NAME: &'static str = "timestamp with time zone";
+    fn accepts(oid: Oid) -> bool {
+        oid == pg_sys::TIMESTAMPTZOID
+    }
+    unsafe fn read(d: Datum) -> Result<Self> {
+        Ok(Timestamp(d.value() as i64))
+    }
+}
+
+impl Timestamp {
+    pub fn datum(self) -> Datum {
+        Datum::from(self.0)
+    }
+
+    /// The text form, as `timestamptz` output prints it.
+    pub fn text(self) -> String {
+        // SAFETY: timestamptz_out reads a by-value timestamp and returns a palloc'd cstring.
+        unsafe {
+            let (mut out, mut varlena) = (Oid::INVALID, false);
+            pg_sys::getTypeOutputInfo(pg_sys::TIMESTAMPTZOID, &mut out, &mut varlena);
+            let p = pg_sys::OidOutputFunctionCall(out, self.datum());
+            CStr::from_ptr(p).to_string_lossy().into_owned()
+        }
+    }
+}
+
+/// `text` read in place (as long as the datum lives).
+impl<'a> FromDatum<'a> for &'a str {
+    const NAME: &'static str = "text";
+    fn accepts(oid: Oid) -> bool {
+        oid == pg_sys::TEXTOID
+    }
+    unsafe fn read(d: Datum) -> Result<Self> {
+        // SAFETY: a text datum is a varlena (caller); the bytes live as long as the datum.
+        let bytes = unsafe { varlena_bytes(d.cast_mut_ptr()) };
+        std::str::from_utf8(bytes)
+            .map_err(|_| Error::new(DATATYPE_MISMATCH, "pg_labels: text that is not valid UTF-8"))
+    }
+}
+
+/// `text`, copied (invalid UTF-8 replaced, which a UTF-8 database never holds).
+impl FromDatum<'_> for String {
+    const NAME: &'static str = "text";
+    fn accepts(oid: Oid) -> bool {
+        oid == pg_sys::TEXTOID
+    }
+    unsafe fn read(d: Datum) -> Result<Self> {
+        // SAFETY: a text datum is a varlena (caller).
+        Ok(String::from_utf8_lossy(unsafe { varlena_bytes(d.cast_mut_ptr()) }).into_owned())
+    }
+}
+
+/// A `name` value (a role), read as a NUL-terminated string.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Name(pub String);
+
+impl FromDatum<'_> for Name {
+    const NAME: &'static str = "name";
+    fn accepts(oid: Oid) -> bool {
+        oid == pg_sys::NAMEOID
+    }
+    unsafe fn read(d: Datum) -> Result<Self> {
+        // SAFETY: a name datum points to a NUL-padded NAMEDATALEN buffer.
+        let s = unsafe { CStr::from_ptr(d.cast_mut_ptr::<std::ffi::c_char>()) };
+        Ok(Name(s.to_string_lossy().into_owned()))
+    }
+}
+
+/// A `uuid`'s 16 bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Uuid(pub [u8; 16]);
+
+impl FromDatum<'_> for Uuid {
+    const NAME: &'static str = "uuid";
+    fn accepts(oid: Oid) -> bool {
+        oid == pg_sys::UUIDOID
+    }
+    unsafe fn read(d: Datum) -> Result<Self> {
+        let mut u = [0u8; 16];
+        // SAFETY: a uuid datum points to 16 bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(d.cast_mut_ptr::<u8>() as *const u8, u.as_mut_ptr(), 16)
+        };
+        Ok(Uuid(u))
+    }
+}
+
+impl Uuid {
+    /// A `uuid` datum in the current memory context.
+    pub fn datum(&self) -> Datum {
+        // SAFETY: palloc returns 16 writable bytes (or raises).
+        unsafe {
+            let p = pg_sys::palloc(16) as *mut u8;
+            std::ptr::copy_nonoverlapping(self.0.as_ptr(), p, 16);
+            Datum::from(p)
+        }
+    }
+}
+
+impl std::fmt::Display for Uuid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, b) in self.0.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                f.write_str("-")?;
+            }
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A `jsonb` value, kept as its datum (compared and stored, never looked into here).
+#[derive(Clone, Copy, Debug)]
+pub struct Jsonb(pub Datum);
+
+impl FromDatum<'_> for Jsonb {
+    const NAME: &'static str = "jsonb";
+    fn accepts(oid: Oid) -> bool {
+        oid == pg_sys::JSONBOID
+    }
+    unsafe fn read(d: Datum) -> Result<Self> {
+        Ok(Jsonb(d))
+    }
+}
+
+impl Jsonb {
+    /// The text form, by jsonb's output function.
+    pub fn text(self) -> String {
+        // SAFETY: self.0 is a jsonb datum (FromDatum checked the type).
+        unsafe {
+            let (mut out, mut varlena) = (Oid::INVALID, false);
+            pg_sys::getTypeOutputInfo(pg_sys::JSONBOID, &mut out, &mut varlena);
+            let p = pg_sys::OidOutputFunctionCall(out, self.0);
+            CStr::from_ptr(p).to_string_lossy().into_owned()
+        }
+    }
+
+    /// A `jsonb` datum from JSON text, by the input function (raises 22P02 on bad JSON).
+    pub fn from_text(text: &str) -> Result<Jsonb> {
+        let c = std::ffi::CString::new(text).map_err(|_| {
+            Error::new(crate::pg::error::INVALID_PARAMETER_VALUE, "NUL in JSON")
+        })?;
+        // SAFETY: jsonb_in reads a NUL-terminated string.
+        unsafe {
+            let (mut input, mut ioparam) = (Oid::INVALID, Oid::INVALID);
+            pg_sys::getTypeInputInfo(pg_sys::JSONBOID, &mut input, &mut ioparam);
+            Ok(Jsonb(pg_sys::OidInputFunctionCall(
+                input,
+                c.as_ptr() as *mut _,
+                ioparam,
+                -1,
+            )))
+        }
+    }
+}
+
+/// An `int8[]` value.
+impl FromDatum<'_> for Vec<i64> {
+    const NAME: &'static str = "bigint[]";
+    fn accepts(oid: Oid) -> bool {
+        oid == pg_sys::INT8ARRAYOID
+    }
+    unsafe fn read(d: Datum) -> Result<Self> {
+        // SAFETY: an int8[] datum; deconstruct_array hands back its elements.
+        unsafe {
+            let arr = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as *mut pg_sys::ArrayType;
+            let mut elems: *mut Datum = std::ptr::null_mut();
+            let mut nulls: *mut bool = std::ptr::null_mut();
+            let mut n: i32 = 0;
+            pg_sys::deconstruct_array(
+                arr,
+                pg_sys::INT8OID,
+                8,
+                true,
+                pg_sys::TYPALIGN_DOUBLE as _,
+                &mut elems,
+                &mut nulls,
+                &mut n,
+            );
+            Ok((0..n as usize)
+                .filter(|&i| !*nulls.add(i))
+                .map(|i| (*elems.add(i)).value() as i64)
+                .collect())
+        }
+    }
+}
+
+/// A `text` datum in the current memory context.
+pub fn text_datum(s: &str) -> Result<Datum> {
+    ret_bytes(s.as_bytes())
+}
+
+/// A one-dimensional array datum of `elems` (of type `elem`, as `pg_type` describes it), in
+/// the current memory context.
+fn array_datum(mut elems: Vec<Datum>, elem: Oid, len: i32, byval: bool, align: u8) -> Datum {
+    // SAFETY: elems are datums of type `elem`, described by len/byval/align.
+    unsafe {
+        let a = pg_sys::construct_array(
+            elems.as_mut_ptr(),
+            elems.len() as i32,
+            elem,
+            len,
+            byval,
+            align as std::ffi::c_char,
+        );
+        Datum::from(a)
+    }
+}
+
+/// A `bigint[]` datum in the current memory context.
+pub fn int8_array_datum(values: &[i64]) -> Datum {
+    let elems = values.iter().map(|&v| Datum::from(v)).collect();
+    array_datum(elems, pg_sys::INT8OID, 8, true, pg_sys::TYPALIGN_DOUBLE)
+}
+
+/// A `text[]` datum in the current memory context.
+pub fn text_array_datum(values: &[String]) -> Result<Datum> {
+    let elems = values
+        .iter()
+        .map(|v| text_datum(v))
+        .collect::<Result<_>>()?;
+    Ok(array_datum(
+        elems,
+        pg_sys::TEXTOID,
+        -1,
+        false,
+        pg_sys::TYPALIGN_INT,
+    ))
+}
+
+/// A `uuid[]` datum in the current memory context.
+pub fn uuid_array_datum(ids: &[Uuid]) -> Datum {
+    let elems = ids.iter().map(Uuid::datum).collect();
+    array_datum(elems, pg_sys::UUIDOID, 16, false, pg_sys::TYPALIGN_CHAR)
+}
+
+/// Do two non-null datums of a column hold the same image?
+///
+/// # Safety
+/// `a` and `b` must be valid datums of the column `attr` describes.
+pub unsafe fn same_image(a: Datum, b: Datum, attr: &pg_sys::FormData_pg_attribute) -> bool {
+    // SAFETY: the caller's guarantee: the datums are of the type attr describes, so they are
+    // read by value, as attlen bytes, as varlenas or as cstrings accordingly.
+    unsafe {
+        if attr.attbyval {
+            a == b
+        } else if attr.attlen > 0 {
+            let n = attr.attlen as usize;
+            std::slice::from_raw_parts(a.cast_mut_ptr::<u8>() as *const u8, n)
+                == std::slice::from_raw_parts(b.cast_mut_ptr::<u8>() as *const u8, n)
+        } else if attr.attlen == -1 {
+            varlena_bytes(a.cast_mut_ptr()) == varlena_bytes(b.cast_mut_ptr())
+        } else {
+            CStr::from_ptr(a.cast_mut_ptr::<std::ffi::c_char>())
+                == CStr::from_ptr(b.cast_mut_ptr::<std::ffi::c_char>())
+        }
+    }
+}
+
+/// Arguments of the built-in types a call reads beyond the plain ones of [`Call`].
+pub trait BuiltinArgs<'a> {
+    /// The elements of a `text[]` argument (`None` for a NULL element).
+    fn text_array(&self, n: usize) -> Vec<Option<&'a [u8]>>;
+    /// A `jsonb` argument.
+    fn jsonb(&self, n: usize) -> Jsonb;
+}
+
+impl<'a> BuiltinArgs<'a> for crate::pg::fmgr::Call<'a> {
+    fn text_array(&self, n: usize) -> Vec<Option<&'a [u8]>> {
+        if self.is_null(n) {
+            return Vec::new();
+        }
+        // SAFETY: the SQL declaration makes argument n a text[]; deconstruct_array hands back
+        // its elements (palloc'd in the call's memory context, alive for the call).
+        unsafe {
+            let arr =
+                pg_sys::pg_detoast_datum(self.datum(n).cast_mut_ptr()) as *mut pg_sys::ArrayType;
+            let mut elems: *mut Datum = std::ptr::null_mut();
+            let mut nulls: *mut bool = std::ptr::null_mut();
+            let mut count: i32 = 0;
+            pg_sys::deconstruct_array(
+                arr,
+                pg_sys::TEXTOID,
+                -1,
+                false,
+                pg_sys::TYPALIGN_INT as _,
+                &mut elems,
+                &mut nulls,
+                &mut count,
+            );
+            (0..count as usize)
+                .map(|i| (!*nulls.add(i)).then(|| varlena_bytes((*elems.add(i)).cast_mut_ptr())))
+                .collect()
+        }
+    }
+
+    fn jsonb(&self, n: usize) -> Jsonb {
+        Jsonb(self.datum(n))
+    }
+}
+
+/// A `text[]` datum of byte strings, in the current memory context.
+pub fn bytes_array_datum(values: &[Vec<u8>]) -> Result<Datum> {
+    let elems = values
+        .iter()
+        .map(|v| ret_bytes(v))
+        .collect::<Result<_>>()?;
+    Ok(array_datum(
+        elems,
+        pg_sys::TEXTOID,
+        -1,
+        false,
+        pg_sys::TYPALIGN_INT,
+    ))
+}

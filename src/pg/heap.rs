@@ -1,0 +1,216 @@
+//! Table access without SPI, for the hot path of the triggers: open a relation, find a row by
+//! the first column of an index (equality), read its columns (type-checked), and lock it as
+//! `SELECT ... FOR NO KEY UPDATE` / `FOR SHARE` do, following concurrent updates to the latest
+//! version. No executor, plan cache or SPI connection is set up.
+
+use crate::pg::datum::{self, FromDatum};
+use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE, SERIALIZATION_FAILURE};
+use crate::pg::trigger::Columns;
+use pgrx::pg_sys::{self, Datum, Oid};
+use std::ffi::CStr;
+
+/// An open relation, closed (its lock kept to the end of the transaction) when dropped.
+pub struct Table {
+    rel: pg_sys::Relation,
+}
+
+impl Table {
+    /// Open `oid` with `lock` if it still exists.
+    pub fn open(oid: Oid, lock: u32) -> Option<Table> {
+        if oid == Oid::INVALID {
+            return None;
+        }
+        // SAFETY: try_table_open returns NULL when the relation is gone.
+        let rel = unsafe { pg_sys::try_table_open(oid, lock as i32) };
+        (!rel.is_null()).then_some(Table { rel })
+    }
+
+    /// The relation's name and schema.
+    pub fn is(&self, name: &CStr, namespace: Oid) -> bool {
+        // SAFETY: rd_rel is valid while the relation is open.
+        let form = unsafe { &*(*self.rel).rd_rel };
+        // SAFETY: relname is a NUL-terminated NameData.
+        form.relnamespace == namespace && unsafe { CStr::from_ptr(form.relname.data.as_ptr()) } == name
+    }
+
+    pub fn oid(&self) -> Oid {
+        // SAFETY: an open relation.
+        unsafe { (*self.rel).rd_id }
+    }
+
+    /// The relation's primary key index.
+    pub fn primary_key(&self) -> Oid {
+        // SAFETY: an open relation.
+        unsafe { crate::pg::compat::primary_key_index(self.rel) }
+    }
+
+    /// The numbers of `cols` in this relation, checked by name and type.
+    pub fn columns<const N: usize>(&self, cols: &Columns<N>) -> Result<[i32; N]> {
+        // SAFETY: an open relation and its descriptor.
+        unsafe { cols.of_relation((*self.rel).rd_id, (*self.rel).rd_att) }
+    }
+
+    /// Find the row whose index key (first column of `index`) equals `key` (compared with
+    /// `eq_proc`), visible to the latest snapshot (`latest`) or the statement's, and hand it to
+    /// `found`.
+    pub fn probe<T>(
+        &self,
+        index: Oid,
+        key: Datum,
+        eq_proc: u32,
+        latest: bool,
+        found: impl FnOnce(&Found<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        // SAFETY: the index belongs to the open relation (the caller found it from it); the
+        // scan, slot and snapshot are set up and taken down in order, as index_fetch callers do.
+        unsafe {
+            let idx = pg_sys::index_open(index, pg_sys::AccessShareLock as i32);
+            let snapshot = pg_sys::RegisterSnapshot(if latest {
+                pg_sys::GetLatestSnapshot()
+            } else {
+                pg_sys::GetActiveSnapshot()
+            });
+            let mut skey = pg_sys::ScanKeyData::default();
+            pg_sys::ScanKeyEntryInitialize(
+                &mut skey,
+                0,
+                1,
+                pg_sys::BTEqualStrategyNumber as u16,
+                Oid::INVALID,
+                *(*idx).rd_indcollation,
+                Oid::from(eq_proc),
+                key,
+            );
+            let slot = pg_sys::table_slot_create(self.rel, std::ptr::null_mut());
+            let scan = crate::pg::compat::index_beginscan(self.rel, idx, snapshot, 1, 0);
+            pg_sys::index_rescan(scan, &mut skey, 1, std::ptr::null_mut(), 0);
+            let hit =
+                pg_sys::index_getnext_slot(scan, pg_sys::ScanDirection::ForwardScanDirection, slot);
+            pg_sys::index_endscan(scan);
+            let out = if hit {
+                Some(found(&Found {
+                    table: self,
+                    slot,
+                    snapshot,
+                }))
+            } else {
+                None
+            };
+            pg_sys::ExecDropSingleTupleTableSlot(slot);
+            pg_sys::UnregisterSnapshot(snapshot);
+            pg_sys::index_close(idx, pg_sys::NoLock as i32);
+            out.transpose()
+        }
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        // SAFETY: opened by Table::open; the lock is kept to the end of the transaction.
+        unsafe { pg_sys::table_close(self.rel, pg_sys::NoLock as i32) }
+    }
+}
+
+/// A row found by [`Table::probe`].
+pub struct Found<'t> {
+    table: &'t Table,
+    slot: *mut pg_sys::TupleTableSlot,
+    snapshot: pg_sys::Snapshot,
+}
+
+/// How strongly to lock a row.
+#[derive(Clone, Copy)]
+pub enum RowLock {
+    /// `FOR NO KEY UPDATE`: serializes writers of the row.
+    NoKeyUpdate,
+    /// `FOR SHARE`: keeps others from changing it until we commit.
+    Share,
+}
+
+impl Found<'_> {
+    /// Column `col` (1-based, resolved with [`Table::columns`]) as `T`.
+    pub fn get<'a, T: FromDatum<'a>>(&'a self, col: i32) -> Result<Option<T>> {
+        // SAFETY: the slot holds a row of the relation; col was resolved against its
+        // descriptor, so it is in range; the value lives as long as the slot ('a).
+        unsafe {
+            let n = col as usize;
+            if ((*self.slot).tts_nvalid as usize) < n {
+                pg_sys::slot_getsomeattrs_int(self.slot, col);
+            }
+            let value =
+                (!*(*self.slot).tts_isnull.add(n - 1)).then(|| *(*self.slot).tts_values.add(n - 1));
+            let desc = (*self.slot).tts_tupleDescriptor;
+            let attr = crate::pg::compat::attr(desc, col);
+            datum::read(value, attr.atttypid, "column")
+        }
+    }
+
+    /// The raw datum of column `col` (for a value checked to be of a varlena type by the
+    /// caller's [`Columns`]), read without detoasting.
+    pub fn raw(&self, col: i32) -> Option<Datum> {
+        // SAFETY: as in get.
+        unsafe {
+            let n = col as usize;
+            if ((*self.slot).tts_nvalid as usize) < n {
+                pg_sys::slot_getsomeattrs_int(self.slot, col);
+            }
+            (!*(*self.slot).tts_isnull.add(n - 1)).then(|| *(*self.slot).tts_values.add(n - 1))
+        }
+    }
+
+    /// Lock the row until the end of the transaction, waiting for concurrent writers and
+    /// following their updates to the latest version (which the slot then holds). A cancel,
+    /// lock timeout or deadlock while waiting comes back whole (see [`crate::pg::catch`]).
+    pub fn lock(&self, mode: RowLock, what: &str) -> Result<()> {
+        // SAFETY: the slot holds a row of the open relation found with `snapshot`; the table
+        // AM's tuple_lock is called as heap_lock_tuple's callers do.
+        unsafe {
+            let rel = self.table.rel;
+            let mut tid = (*self.slot).tts_tid;
+            let mut tmfd = pg_sys::TM_FailureData::default();
+            let lock = (*(*rel).rd_tableam).tuple_lock.ok_or_else(|| {
+                Error::new(NOT_IN_PREREQUISITE_STATE, "pg_labels: table access method without tuple_lock")
+            })?;
+            let cid = pg_sys::GetCurrentCommandId(false);
+            let (tid_ptr, tmfd_ptr) = (
+                &mut tid as *mut pg_sys::ItemPointerData,
+                &mut tmfd as *mut pg_sys::TM_FailureData,
+            );
+            let (slot, snapshot) = (self.slot, self.snapshot);
+            let mode = match mode {
+                RowLock::NoKeyUpdate => pg_sys::LockTupleMode::LockTupleNoKeyExclusive,
+                RowLock::Share => pg_sys::LockTupleMode::LockTupleShare,
+            };
+            let result = crate::pg::catch::catch(|| {
+                lock(
+                    rel,
+                    tid_ptr,
+                    snapshot,
+                    slot,
+                    cid,
+                    mode,
+                    pg_sys::LockWaitPolicy::LockWaitBlock,
+                    pg_sys::TUPLE_LOCK_FLAG_FIND_LAST_VERSION as u8,
+                    tmfd_ptr,
+                )
+            })?;
+            match result {
+                pg_sys::TM_Result::TM_Ok => Ok(()),
+                // The row was changed by this very statement (a data-modifying WITH that
+                // updates it and writes what depends on it): the version at hand may be stale.
+                pg_sys::TM_Result::TM_SelfModified => Err(Error::new(
+                    pg_labels_core::sqlstate::TRIGGERED_DATA_CHANGE_VIOLATION,
+                    format!("a step cannot be written by the statement that changes its {what}"),
+                )
+                .detail(format!("The {what}'s row was updated by the same command; its labels could be read stale."))
+                .hint("Write the step in a statement of its own.")),
+                _ => Err(Error::new(
+                    SERIALIZATION_FAILURE,
+                    format!("could not serialize access to a {what} being changed concurrently"),
+                )
+                .detail(format!("The {what} was deleted or moved while this statement waited for it."))
+                .hint("Retry the transaction.")),
+            }
+        }
+    }
+}

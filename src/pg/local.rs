@@ -1,0 +1,112 @@
+//! State private to one backend, and scoped state whose lifetime shows where it holds.
+//!
+//! A PostgreSQL backend runs its SQL on one thread, so per-backend state is a plain static.
+//! [`BackendLocal`] hands it out only inside a closure, through a `RefCell`: a re-entrant use
+//! (a callback firing while the value is borrowed) is a clean error, never two `&mut`.
+//!
+//! [`Scoped`] is state that holds only while a guard lives: `let _g = FLAG.enter(v);` raises it
+//! and dropping the guard (also on an error unwinding through the frame) lowers it. The end of
+//! every transaction lowers them all as well ([`end_of_transaction`]), so an error that skips a
+//! frame (a `longjmp`) cannot leave one raised.
+
+use std::cell::RefCell;
+
+/// A value private to this backend.
+pub struct BackendLocal<T>(RefCell<T>);
+
+// SAFETY: a PostgreSQL backend is single-threaded, and this extension starts no threads: these
+// statics are only ever touched by the backend's own thread.
+unsafe impl<T> Sync for BackendLocal<T> {}
+
+impl<T> BackendLocal<T> {
+    pub const fn new(v: T) -> Self {
+        BackendLocal(RefCell::new(v))
+    }
+
+    /// Run `f` with the value. Panics (which pgrx turns into an ERROR) if called re-entrantly
+    /// from inside another `with` of the same value.
+    pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        f(&mut self.0.borrow_mut())
+    }
+}
+
+impl<T: Clone> BackendLocal<T> {
+    /// A copy of the value.
+    pub fn get(&self) -> T {
+        self.0.borrow().clone()
+    }
+
+    /// Replace the value.
+    pub fn set(&self, v: T) {
+        *self.0.borrow_mut() = v;
+    }
+}
+
+/// State that holds while a guard returned by [`Scoped::enter`] lives.
+pub struct Scoped<T: 'static> {
+    value: BackendLocal<Option<T>>,
+}
+
+/// Lowers its [`Scoped`] state when dropped.
+#[must_use = "the state holds only while the guard lives"]
+pub struct Guard<T: 'static> {
+    scoped: &'static Scoped<T>,
+    previous: Option<T>,
+}
+
+impl<T: Clone + 'static> Scoped<T> {
+    pub const fn new() -> Self {
+        Scoped {
+            value: BackendLocal::new(None),
+        }
+    }
+
+    /// Raise the state until the guard is dropped (the previous value comes back then).
+    pub fn enter(&'static self, v: T) -> Guard<T> {
+        let previous = self.value.with(|slot| slot.replace(v));
+        Guard {
+            scoped: self,
+            previous,
+        }
+    }
+
+    /// The current value, if raised.
+    pub fn current(&self) -> Option<T> {
+        self.value.get()
+    }
+
+    fn clear(&self) {
+        self.value.set(None);
+    }
+}
+
+impl<T: Clone + 'static> Default for Scoped<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: 'static> Drop for Guard<T> {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        self.scoped.value.with(|slot| *slot = previous);
+    }
+}
+
+/// Called at the end of every transaction: lowers every scoped state of the platform.
+pub fn end_of_transaction(all: &[&dyn Lower]) {
+    for s in all {
+        s.lower();
+    }
+}
+
+/// Something [`end_of_transaction`] lowers.
+pub trait Lower {
+    fn lower(&self);
+}
+
+impl<T: Clone + 'static> Lower for Scoped<T> {
+    fn lower(&self) {
+        self.clear();
+    }
+}

@@ -1,0 +1,15 @@
+//! The PostgreSQL plumbing, knowing nothing of labels or platform tables: the calling
+//! convention, the one error type and how it is raised, catching errors whole, SPI, table
+//! access, the trigger protocol, backend-local state, datum conversions, and version
+//! differences. Every `unsafe` block of the crate that is not a type's datum access lives here.
+
+pub mod catch;
+pub mod compat;
+pub mod datum;
+pub mod error;
+pub mod fmgr;
+pub mod heap;
+pub mod local;
+pub mod spi;
+pub mod srf;
+pub mod trigger;

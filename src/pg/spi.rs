@@ -1,0 +1,279 @@
+//! Statements the extension runs itself: saved SPI plans, their results, and running as the
+//! platform tables' owner.
+//!
+//! Plain `pg_sys` SPI rather than pgrx's wrapper: one prepared plan per query, kept for the life
+//! of the backend (the plan cache re-plans it if the tables are recreated), executed with
+//! datums straight from the trigger's tuple. A statement runs inside [`with_spi`], which hands
+//! out an [`Spi`] token; results ([`Rows`]) borrow it, so they cannot outlive the connection,
+//! and every value is read through [`FromDatum`], checked against the result column's type.
+
+use crate::pg::datum::{self, FromDatum};
+use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
+use crate::pg::local::BackendLocal;
+use pgrx::pg_sys::{self, Datum, Oid};
+use std::ffi::{CStr, CString};
+use std::marker::PhantomData;
+
+/// An open SPI connection (see [`with_spi`]).
+pub struct Spi {
+    _not_send: PhantomData<*const ()>,
+}
+
+/// Connect to SPI, run `f`, disconnect. If `f` raises a PostgreSQL error, the transaction's
+/// abort cleans up the connection.
+pub fn with_spi<T>(f: impl FnOnce(&Spi) -> Result<T>) -> Result<T> {
+    // SAFETY: SPI_connect/SPI_finish bracket the statements run through the token.
+    unsafe {
+        let rc = pg_sys::SPI_connect();
+        if rc < 0 {
+            return Err(spi_error("connect", rc));
+        }
+        let out = f(&Spi {
+            _not_send: PhantomData,
+        });
+        pg_sys::SPI_finish();
+        out
+    }
+}
+
+/// A query prepared once per backend (again if its argument types change: a type of the
+/// extension gets a new OID when the extension is created again).
+pub struct SavedPlan {
+    sql: &'static CStr,
+    plan: BackendLocal<(usize, Vec<Oid>)>,
+}
+
+/// The rows a statement returned (or changed, for `processed`), valid while its SPI
+/// connection is open.
+pub struct Rows<'spi> {
+    table: *mut pg_sys::SPITupleTable,
+    processed: u64,
+    _spi: PhantomData<&'spi Spi>,
+}
+
+impl SavedPlan {
+    pub const fn new(sql: &'static CStr) -> Self {
+        SavedPlan {
+            sql,
+            plan: BackendLocal::new((0, Vec::new())),
+        }
+    }
+
+    /// Execute with the given argument types and values (`None` is SQL NULL). `limit` 0 means
+    /// all rows.
+    ///
+    /// These statements run as the tables' owner, so the caller's search_path must not choose
+    /// their operators, functions or casts: they are parsed and run (and parsed again when the
+    /// plan cache re-plans, which PostgreSQL 15 does under the current search_path) with
+    /// `search_path = pg_catalog, pg_temp`, restored afterwards.
+    pub fn execute<'spi>(
+        &self,
+        _spi: &'spi Spi,
+        types: &[Oid],
+        args: &[Option<Datum>],
+        read_only: bool,
+        limit: i64,
+    ) -> Result<Rows<'spi>> {
+        // SAFETY: NewGUCNestLevel/AtEOXact_GUC bracket the setting (restored on error by the
+        // transaction's abort).
+        unsafe {
+            let nest = pg_sys::NewGUCNestLevel();
+            pg_sys::set_config_option(
+                c"search_path".as_ptr(),
+                c"pg_catalog, pg_temp".as_ptr(),
+                pg_sys::GucContext::PGC_USERSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+                pg_sys::GucAction::GUC_ACTION_SAVE,
+                true,
+                0,
+                false,
+            );
+            let out = self.prepare_and_run(types, args, read_only, limit);
+            pg_sys::AtEOXact_GUC(true, nest);
+            out
+        }
+    }
+
+    fn plan(&self, types: &[Oid]) -> Result<pg_sys::SPIPlanPtr> {
+        self.plan.with(|(plan, planned_types)| {
+            // SAFETY: the plan pointer is one SPI_keepplan kept, or null.
+            unsafe {
+                let mut p = *plan as pg_sys::SPIPlanPtr;
+                if p.is_null() || planned_types.as_slice() != types {
+                    if !p.is_null() {
+                        pg_sys::SPI_freeplan(p);
+                        *plan = 0;
+                    }
+                    // A generic plan, planned once: these are small key lookups whose custom
+                    // plans would look cheaper every time and be planned again on every
+                    // execution.
+                    p = pg_sys::SPI_prepare_cursor(
+                        self.sql.as_ptr(),
+                        types.len() as i32,
+                        types.as_ptr() as *mut Oid,
+                        pg_sys::CURSOR_OPT_GENERIC_PLAN as i32,
+                    );
+                    if p.is_null() {
+                        return Err(spi_error("prepare", pg_sys::SPI_result));
+                    }
+                    pg_sys::SPI_keepplan(p);
+                    *plan = p as usize;
+                    *planned_types = types.to_vec();
+                }
+                Ok(p)
+            }
+        })
+    }
+
+    fn prepare_and_run<'spi>(
+        &self,
+        types: &[Oid],
+        args: &[Option<Datum>],
+        read_only: bool,
+        limit: i64,
+    ) -> Result<Rows<'spi>> {
+        if types.len() != args.len() {
+            return Err(Error::new(
+                NOT_IN_PREREQUISITE_STATE,
+                "pg_labels: statement called with the wrong number of arguments",
+            ));
+        }
+        let plan = self.plan(types)?;
+        let mut values: Vec<Datum> = args
+            .iter()
+            .map(|a| a.unwrap_or(Datum::from(0usize)))
+            .collect();
+        let nulls: Vec<std::ffi::c_char> = args
+            .iter()
+            .map(|a| if a.is_some() { b' ' } else { b'n' } as std::ffi::c_char)
+            .collect();
+        let (values_ptr, nulls_ptr) = (values.as_mut_ptr(), nulls.as_ptr());
+        // An ERROR inside (a trigger of ours refusing, a cancel) comes back whole.
+        // SAFETY: the closure calls one unguarded C function and owns nothing.
+        let rc = unsafe {
+            crate::pg::catch::catch(|| {
+                crate::pg::catch::spi_execute_plan(plan, values_ptr, nulls_ptr, read_only, limit as _)
+            })
+        }?;
+        if rc < 0 {
+            return Err(spi_error("execute", rc));
+        }
+        // SAFETY: SPI_execute_plan just set these globals.
+        unsafe {
+            Ok(Rows {
+                table: pg_sys::SPI_tuptable,
+                processed: pg_sys::SPI_processed,
+                _spi: PhantomData,
+            })
+        }
+    }
+}
+
+impl Rows<'_> {
+    /// Rows returned (or changed, for a statement without RETURNING).
+    pub fn len(&self) -> u64 {
+        self.processed
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.processed == 0
+    }
+
+    /// The value of column `col` (1-based) of row `row` as `T`, `None` when NULL (or when there
+    /// is no such row: a statement without rows).
+    pub fn get<'a, T: FromDatum<'a>>(&'a self, row: u64, col: i32) -> Result<Option<T>> {
+        if self.table.is_null() || row >= self.processed {
+            return Ok(None);
+        }
+        // SAFETY: the table is SPI's result, alive while the connection is open ('spi); row and
+        // col are in range (col checked by SPI_gettypeid, which returns InvalidOid otherwise).
+        unsafe {
+            let desc = (*self.table).tupdesc;
+            if col < 1 || col > (*desc).natts {
+                return Err(spi_error("read a column", col));
+            }
+            let tuple = *(*self.table).vals.add(row as usize);
+            let mut isnull = false;
+            let d = pg_sys::SPI_getbinval(tuple, desc, col, &mut isnull);
+            let oid = pg_sys::SPI_gettypeid(desc, col);
+            datum::read(
+                (!isnull).then_some(d),
+                oid,
+                &format!("result column {col}"),
+            )
+        }
+    }
+
+    /// Like [`Rows::get`], for a column that is never NULL.
+    pub fn must<'a, T: FromDatum<'a>>(&'a self, row: u64, col: i32) -> Result<T> {
+        self.get(row, col)?
+            .ok_or_else(|| spi_error("read a NULL where none can be", col))
+    }
+}
+
+fn spi_error(what: &str, rc: i32) -> Error {
+    Error::new(
+        NOT_IN_PREREQUISITE_STATE,
+        format!("pg_labels: SPI {what} failed with code {rc}"),
+    )
+}
+
+/// Run `f` as `owner` (the platform tables' owner), with row-level security not forced on it,
+/// the way PostgreSQL runs foreign-key checks. The caller's identity is restored afterwards,
+/// also when `f` fails (a PostgreSQL error restores it through the transaction's abort).
+pub fn as_owner<T>(owner: Oid, f: impl FnOnce() -> T) -> T {
+    struct Restore(Oid, i32);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            // SAFETY: puts back what GetUserIdAndSecContext returned.
+            unsafe { pg_sys::SetUserIdAndSecContext(self.0, self.1) }
+        }
+    }
+    let (mut saved_user, mut saved_ctx) = (Oid::INVALID, 0i32);
+    // SAFETY: plain reads and writes of the backend's current user and security context.
+    unsafe {
+        pg_sys::GetUserIdAndSecContext(&mut saved_user, &mut saved_ctx);
+        pg_sys::SetUserIdAndSecContext(
+            owner,
+            saved_ctx
+                | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32
+                | pg_sys::SECURITY_NOFORCE_RLS as i32,
+        );
+    }
+    let _restore = Restore(saved_user, saved_ctx);
+    f()
+}
+
+/// The current user (`current_user`).
+pub fn current_user() -> Oid {
+    // SAFETY: reads the backend's current user id.
+    unsafe { pg_sys::GetUserId() }
+}
+
+/// The name of a role (`None` if it no longer exists).
+pub fn role_name(role: Oid) -> Option<String> {
+    // SAFETY: GetUserNameFromId with noerr returns NULL or a palloc'd cstring.
+    unsafe {
+        let p = pg_sys::GetUserNameFromId(role, true);
+        (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
+    }
+}
+
+/// The name of the current user (`current_user`).
+pub fn current_user_name() -> String {
+    role_name(current_user()).unwrap_or_default()
+}
+
+/// The OID of a role by name (`None` if there is none).
+pub fn role_oid(name: &str) -> Option<Oid> {
+    let c = CString::new(name).ok()?;
+    // SAFETY: get_role_oid with missing_ok reads a NUL-terminated name.
+    let oid = unsafe { pg_sys::get_role_oid(c.as_ptr(), true) };
+    (oid != Oid::INVALID).then_some(oid)
+}
+
+/// Can `member` act as `role` (is it `role` or a member of it, superuser status aside)?
+pub fn is_member(member: Oid, role: Oid) -> bool {
+    // SAFETY: a catalog lookup on two OIDs.
+    unsafe { pg_sys::is_member_of_role_nosuper(member, role) }
+}

@@ -1,0 +1,495 @@
+//! The trigger protocol: a trigger function of the extension runs only when the extension's own
+//! table fired it, at the event, timing and level it was written for; it reads a column only
+//! after checking the column's name and type.
+//!
+//! The trigger functions are EXECUTE to PUBLIC (PostgreSQL checks EXECUTE on a trigger function
+//! when a trigger is created, not when it fires), so any role can attach one to a table of its
+//! own. [`Trigger::fired`] refuses (`39P01`, naming the function and the table) unless the table
+//! is one of the platform tables the function belongs to, in the platform schema (or a
+//! partition of one), and the event, timing and level are the expected ones. [`Columns`] checks
+//! every column it resolves, by name and by type, before any value is read.
+
+use crate::pg::datum::{self, FromDatum};
+use crate::pg::error::{Error, Result, TRIGGER_PROTOCOL_VIOLATED, UNDEFINED_COLUMN};
+use crate::pg::fmgr::Call;
+use crate::pg::local::BackendLocal;
+use pgrx::pg_sys::{self, Datum, Oid};
+use std::ffi::CStr;
+
+/// The platform schema, where the extension's tables live.
+pub const PLATFORM_SCHEMA: &CStr = c"pg_labels";
+
+/// When a trigger fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timing {
+    Before,
+    After,
+}
+
+/// What fired it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Insert,
+    Update,
+    Delete,
+    Truncate,
+}
+
+impl Op {
+    pub fn verb(self) -> &'static str {
+        match self {
+            Op::Insert => "INSERT",
+            Op::Update => "UPDATE",
+            Op::Delete => "DELETE",
+            Op::Truncate => "TRUNCATE",
+        }
+    }
+}
+
+/// What a trigger function was written for.
+pub struct Spec {
+    /// Its SQL name, for messages: `pg_labels.steps_insert()`.
+    pub function: &'static str,
+    /// The platform tables it may fire on (by name, in the platform schema).
+    pub tables: &'static [&'static str],
+    pub timing: Timing,
+    /// `FOR EACH ROW` (true) or `FOR EACH STATEMENT`.
+    pub row: bool,
+    /// The operations it handles.
+    pub ops: &'static [Op],
+}
+
+/// A trigger call that passed the protocol checks.
+pub struct Trigger<'a> {
+    td: &'a pg_sys::TriggerData,
+    op: Op,
+    table: &'static str,
+}
+
+/// relid → the platform table (by index in the spec's list) it is or is a partition of.
+static ROOTS: BackendLocal<Vec<(Oid, Oid)>> = BackendLocal::new(Vec::new());
+
+fn protocol(spec: &Spec, table: &str, what: String) -> Error {
+    Error::new(
+        TRIGGER_PROTOCOL_VIOLATED,
+        format!("{} cannot be used as a trigger {what} (table {table})", spec.function),
+    )
+    .detail(format!(
+        "{} is the extension's own trigger for {} in schema pg_labels, {}{} {}.",
+        spec.function,
+        spec.tables.join(", "),
+        match spec.timing {
+            Timing::Before => "BEFORE ",
+            Timing::After => "AFTER ",
+        },
+        spec.ops.iter().map(|o| o.verb()).collect::<Vec<_>>().join(" OR "),
+        if spec.row { "FOR EACH ROW" } else { "FOR EACH STATEMENT" },
+    ))
+    .hint("Trigger functions of pg_labels are attached by the extension itself; they cannot guard other tables.")
+}
+
+/// The OID of the platform schema (`None` if it does not exist).
+pub fn platform_schema() -> Option<Oid> {
+    // SAFETY: a syscache lookup by name.
+    let oid = unsafe { pg_sys::get_namespace_oid(PLATFORM_SCHEMA.as_ptr(), true) };
+    (oid != Oid::INVALID).then_some(oid)
+}
+
+// Not in pgrx's bindings (partition.h); called through pgrx's guard.
+unsafe extern "C-unwind" {
+    fn get_partition_ancestors(relid: Oid) -> *mut pg_sys::List;
+}
+
+/// The topmost ancestor of a relation that is a partition (itself otherwise).
+fn root_of(rel: &pg_sys::RelationData) -> Oid {
+    // SAFETY: rd_rel is the relation's pg_class row, valid while the relation is open.
+    let form = unsafe { &*rel.rd_rel };
+    if !form.relispartition {
+        return rel.rd_id;
+    }
+    if let Some(root) = ROOTS.with(|v| v.iter().find(|(r, _)| *r == rel.rd_id).map(|x| x.1)) {
+        return root;
+    }
+    // SAFETY: a catalog scan of pg_inherits, behind pgrx's guard (an ERROR becomes a Rust
+    // panic); the list it returns ends with the root.
+    let root = unsafe {
+        let list = pg_sys::submodules::ffi::pg_guard_ffi_boundary(|| get_partition_ancestors(rel.rd_id));
+        if list.is_null() || (*list).length == 0 {
+            rel.rd_id
+        } else {
+            Oid::from((*(*list).elements.add((*list).length as usize - 1)).oid_value)
+        }
+    };
+    ROOTS.with(|v| {
+        if v.len() >= 256 {
+            v.clear();
+        }
+        v.push((rel.rd_id, root));
+    });
+    root
+}
+
+impl<'a> Trigger<'a> {
+    /// The trigger data of a call, checked against what the function was written for.
+    pub fn fired(call: &Call<'a>, spec: &Spec) -> Result<Trigger<'a>> {
+        // SAFETY: fcinfo->context is NULL or a Node; a TriggerData is what a trigger call
+        // carries, alive for the call.
+        let td = unsafe {
+            let ctx = (*call.raw()).context;
+            if ctx.is_null() || (*ctx).type_ != pg_sys::NodeTag::T_TriggerData {
+                return Err(Error::new(
+                    TRIGGER_PROTOCOL_VIOLATED,
+                    format!("{} can only be called as a trigger", spec.function),
+                ));
+            }
+            &*(ctx as *const pg_sys::TriggerData)
+        };
+        // SAFETY: tg_relation is the open relation the trigger fired on.
+        let rel = unsafe { &*td.tg_relation };
+        // SAFETY: as above.
+        let form = unsafe { &*rel.rd_rel };
+        // SAFETY: relname is a NUL-terminated NameData.
+        let name = unsafe { CStr::from_ptr(form.relname.data.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        let event = td.tg_event;
+        let op = match event & pg_sys::TRIGGER_EVENT_OPMASK {
+            pg_sys::TRIGGER_EVENT_INSERT => Op::Insert,
+            pg_sys::TRIGGER_EVENT_UPDATE => Op::Update,
+            pg_sys::TRIGGER_EVENT_DELETE => Op::Delete,
+            _ => Op::Truncate,
+        };
+        // The table: in the platform schema (only its owner can create relations there), and
+        // one of the function's tables or a partition of one.
+        let schema = platform_schema();
+        let root = root_of(rel);
+        let table = if Some(form.relnamespace) == schema {
+            // SAFETY: get_rel_name returns NULL or a palloc'd cstring.
+            let root_name = unsafe {
+                let p = pg_sys::get_rel_name(root);
+                (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
+            };
+            // SAFETY: a syscache lookup of the root's schema.
+            let root_schema = unsafe { pg_sys::get_rel_namespace(root) };
+            spec.tables
+                .iter()
+                .find(|t| Some(root_schema) == schema && root_name.as_deref() == Some(**t))
+                .copied()
+        } else {
+            None
+        };
+        let Some(table) = table else {
+            let qualified = format!(
+                "{}.{}",
+                // SAFETY: get_namespace_name returns NULL or a palloc'd cstring.
+                unsafe {
+                    let p = pg_sys::get_namespace_name(form.relnamespace);
+                    if p.is_null() {
+                        "?".to_string()
+                    } else {
+                        CStr::from_ptr(p).to_string_lossy().into_owned()
+                    }
+                },
+                name
+            );
+            return Err(protocol(spec, &qualified, "on this table".into()));
+        };
+        let timing_ok = match spec.timing {
+            Timing::Before => event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_BEFORE,
+            Timing::After => event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_AFTER,
+        };
+        let row_ok = (event & pg_sys::TRIGGER_EVENT_ROW != 0) == spec.row;
+        if !timing_ok || !row_ok || !spec.ops.contains(&op) {
+            let when = match event & pg_sys::TRIGGER_EVENT_TIMINGMASK {
+                pg_sys::TRIGGER_EVENT_BEFORE => "BEFORE",
+                pg_sys::TRIGGER_EVENT_AFTER => "AFTER",
+                _ => "INSTEAD OF",
+            };
+            let level = if event & pg_sys::TRIGGER_EVENT_ROW != 0 { "FOR EACH ROW" } else { "FOR EACH STATEMENT" };
+            return Err(protocol(
+                spec,
+                &format!("pg_labels.{name}"),
+                format!("{when} {} {level}", op.verb()),
+            ));
+        }
+        Ok(Trigger { td, op, table })
+    }
+
+    pub fn op(&self) -> Op {
+        self.op
+    }
+
+    /// The platform table (the partitioned table, for a partition).
+    pub fn table(&self) -> &'static str {
+        self.table
+    }
+
+    fn rel(&self) -> &'a pg_sys::RelationData {
+        // SAFETY: checked open relation of the call.
+        unsafe { &*self.td.tg_relation }
+    }
+
+    pub fn relid(&self) -> Oid {
+        self.rel().rd_id
+    }
+
+    /// The schema of the relation (the platform schema).
+    pub fn namespace(&self) -> Oid {
+        // SAFETY: rd_rel is valid while the relation is open.
+        unsafe { (*self.rel().rd_rel).relnamespace }
+    }
+
+    /// The owner of the relation (the platform tables' owner).
+    pub fn owner(&self) -> Oid {
+        // SAFETY: as above.
+        unsafe { (*self.rel().rd_rel).relowner }
+    }
+
+    /// The row being inserted, or the old row of an update or delete (row triggers only).
+    pub fn row(&self) -> Tuple<'a> {
+        Tuple {
+            tuple: self.td.tg_trigtuple,
+            desc: self.rel().rd_att,
+            relid: self.relid(),
+            _call: std::marker::PhantomData,
+        }
+    }
+
+    /// The new row of an update.
+    pub fn new_row(&self) -> Tuple<'a> {
+        Tuple {
+            tuple: self.td.tg_newtuple,
+            desc: self.rel().rd_att,
+            relid: self.relid(),
+            _call: std::marker::PhantomData,
+        }
+    }
+
+    /// What a statement-level or TRUNCATE trigger returns, and a row trigger that lets the row
+    /// go unchanged.
+    pub fn unchanged(&self) -> Datum {
+        Datum::from(self.td.tg_trigtuple)
+    }
+}
+
+/// Was this call fired by a TRUNCATE (for choosing which protocol error to report)?
+pub fn fired_by_truncate(call: &Call<'_>) -> bool {
+    // SAFETY: fcinfo->context is NULL or a Node, a TriggerData for trigger calls.
+    unsafe {
+        let ctx = (*call.raw()).context;
+        !ctx.is_null()
+            && (*ctx).type_ == pg_sys::NodeTag::T_TriggerData
+            && (*(ctx as *const pg_sys::TriggerData)).tg_event & pg_sys::TRIGGER_EVENT_OPMASK
+                == pg_sys::TRIGGER_EVENT_TRUNCATE
+    }
+}
+
+/// A row handed to a row trigger.
+#[derive(Clone, Copy)]
+pub struct Tuple<'a> {
+    tuple: pg_sys::HeapTuple,
+    desc: pg_sys::TupleDesc,
+    relid: Oid,
+    _call: std::marker::PhantomData<&'a ()>,
+}
+
+impl<'a> Tuple<'a> {
+    pub fn is_null(&self) -> bool {
+        self.tuple.is_null()
+    }
+
+    fn attr(&self, col: i32) -> &'a pg_sys::FormData_pg_attribute {
+        // SAFETY: col is a 1-based attribute number resolved by Columns (in range).
+        unsafe { crate::pg::compat::attr(self.desc, col) }
+    }
+
+    /// The type of column `col`.
+    pub fn type_of(&self, col: i32) -> Oid {
+        self.attr(col).atttypid
+    }
+
+    /// The raw datum of column `col` (`None` when NULL).
+    pub fn datum(&self, col: i32) -> Option<Datum> {
+        if self.tuple.is_null() {
+            return None;
+        }
+        let mut isnull = false;
+        // SAFETY: a live tuple of this descriptor; col in range.
+        let d = unsafe { pg_sys::heap_getattr(self.tuple, col, self.desc, &mut isnull) };
+        (!isnull).then_some(d)
+    }
+
+    /// Column `col` as `T` (`None` when NULL), its type checked.
+    pub fn get<T: FromDatum<'a>>(&self, col: i32) -> Result<Option<T>> {
+        let attr = self.attr(col);
+        // SAFETY: the datum is of the attribute's type and lives as long as the tuple ('a).
+        unsafe {
+            datum::read(
+                self.datum(col),
+                attr.atttypid,
+                &format!("column {}", column_name(attr)),
+            )
+        }
+    }
+
+    /// Column `col` of a row in which it is never NULL by the table's definition.
+    pub fn must<T: FromDatum<'a>>(&self, col: i32, table: &str) -> Result<T> {
+        self.get(col)?
+            .ok_or_else(|| not_null(table, &column_name(self.attr(col))))
+    }
+
+    /// Do two rows hold the same value in column `col`?
+    pub fn same(&self, other: &Tuple<'_>, col: i32) -> bool {
+        let attr = self.attr(col);
+        match (self.datum(col), other.datum(col)) {
+            (None, None) => true,
+            // SAFETY: both datums are of this column's type.
+            (Some(a), Some(b)) => unsafe { datum::same_image(a, b, attr) },
+            _ => false,
+        }
+    }
+
+    /// The number of columns, and their names (dropped ones excluded), for whole-row checks.
+    pub fn columns(&self) -> Vec<(i32, String)> {
+        // SAFETY: natts attributes are in the descriptor.
+        let natts = unsafe { (*self.desc).natts };
+        (1..=natts)
+            .filter(|&c| !self.attr(c).attisdropped)
+            .map(|c| (c, column_name(self.attr(c))))
+            .collect()
+    }
+
+    /// The row with some columns replaced (`None`: NULL), as a row trigger's return value.
+    pub fn modified(&self, changes: &[(i32, Option<Datum>)]) -> Datum {
+        let mut cols: Vec<i32> = changes.iter().map(|c| c.0).collect();
+        let mut values: Vec<Datum> = changes
+            .iter()
+            .map(|c| c.1.unwrap_or(Datum::from(0usize)))
+            .collect();
+        let mut nulls: Vec<bool> = changes.iter().map(|c| c.1.is_none()).collect();
+        // SAFETY: the columns were resolved against this descriptor and the values are datums
+        // of their types (built by the callers for these columns).
+        let t = unsafe {
+            pg_sys::heap_modify_tuple_by_cols(
+                self.tuple,
+                self.desc,
+                cols.len() as i32,
+                cols.as_mut_ptr(),
+                values.as_mut_ptr(),
+                nulls.as_mut_ptr(),
+            )
+        };
+        Datum::from(t)
+    }
+
+    /// The tuple itself, as a row trigger's return value.
+    pub fn unchanged(&self) -> Datum {
+        Datum::from(self.tuple)
+    }
+
+    /// The relation the row belongs to.
+    pub fn relid(&self) -> Oid {
+        self.relid
+    }
+
+    pub(crate) fn desc(&self) -> pg_sys::TupleDesc {
+        self.desc
+    }
+}
+
+fn column_name(attr: &pg_sys::FormData_pg_attribute) -> String {
+    // SAFETY: attname is a NUL-terminated NameData.
+    unsafe { CStr::from_ptr(attr.attname.data.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `null value in column ... violates not-null constraint` (23502), for a column the trigger
+/// needs before PostgreSQL would check it.
+pub fn not_null(table: &str, column: &str) -> Error {
+    Error::new(
+        pg_labels_core::sqlstate::NOT_NULL_VIOLATION,
+        format!("null value in column \"{column}\" of relation \"{table}\" violates not-null constraint"),
+    )
+    .table("pg_labels", table)
+}
+
+/// A column a trigger reads: its name and the types it may have.
+pub struct Column {
+    pub name: &'static CStr,
+    pub accepts: fn(Oid) -> bool,
+    pub type_name: &'static str,
+}
+
+/// A column of a type read as `T`.
+pub const fn col<T: for<'a> FromDatum<'a>>(name: &'static CStr) -> Column {
+    Column {
+        name,
+        accepts: <T as FromDatum<'static>>::accepts,
+        type_name: <T as FromDatum<'static>>::NAME,
+    }
+}
+
+/// Column numbers of a relation, resolved by name and checked by type once per backend and
+/// relation, and checked by name on every use (a column dropped and added again moves; a cache
+/// keyed by relation alone would not see it).
+pub struct Columns<const N: usize> {
+    cols: [Column; N],
+    cache: BackendLocal<(Oid, [i32; N])>,
+}
+
+impl<const N: usize> Columns<N> {
+    pub const fn new(cols: [Column; N]) -> Self {
+        Columns {
+            cols,
+            cache: BackendLocal::new((Oid::INVALID, [0; N])),
+        }
+    }
+
+    /// The 1-based numbers of the columns, in order, for the relation of `row`.
+    pub fn of(&self, row: &Tuple<'_>) -> Result<[i32; N]> {
+        self.of_relation(row.relid(), row.desc())
+    }
+
+    /// The same for a relation and its descriptor.
+    pub(crate) fn of_relation(&self, relid: Oid, desc: pg_sys::TupleDesc) -> Result<[i32; N]> {
+        // SAFETY: desc is the open relation's descriptor; natts attributes.
+        let natts = unsafe { (*desc).natts };
+        let attr = |n: i32| -> &pg_sys::FormData_pg_attribute {
+            // SAFETY: 1 <= n <= natts.
+            unsafe { crate::pg::compat::attr(desc, n) }
+        };
+        let named = |n: i32, c: &Column| {
+            n >= 1 && n <= natts && {
+                let a = attr(n);
+                // SAFETY: attname is a NUL-terminated NameData.
+                !a.attisdropped && unsafe { CStr::from_ptr(a.attname.data.as_ptr()) } == c.name
+            }
+        };
+        let (cached_rel, cached) = self.cache.get();
+        if cached_rel == relid && cached.iter().zip(&self.cols).all(|(&n, c)| named(n, c)) {
+            return Ok(cached);
+        }
+        let mut fresh = [0; N];
+        for (slot, c) in fresh.iter_mut().zip(&self.cols) {
+            // SAFETY: SPI_fnumber reads the descriptor and a NUL-terminated name.
+            let n = unsafe { pg_sys::SPI_fnumber(desc, c.name.as_ptr()) };
+            if n <= 0 || n > natts {
+                return Err(Error::new(
+                    UNDEFINED_COLUMN,
+                    format!("pg_labels: the table has no column {}", c.name.to_string_lossy()),
+                ));
+            }
+            if !(c.accepts)(attr(n).atttypid) {
+                return Err(datum::mismatch(
+                    &format!("column {}", c.name.to_string_lossy()),
+                    c.type_name,
+                    attr(n).atttypid,
+                ));
+            }
+            *slot = n;
+        }
+        self.cache.set((relid, fresh));
+        Ok(fresh)
+    }
+}

@@ -1,0 +1,99 @@
+//! Approvals: a person the DBA allows decides on one concrete call.
+//!
+//! `pg_labels.decide_approval(request, granted, reason)` is the only way an `approval_decided`
+//! step enters the trail: EXECUTE is revoked from PUBLIC and granted by the DBA to the roles
+//! that may decide. It refuses the role that requested the approval (and any role that can act
+//! as it through membership), and records the decision with the decider in `actor`.
+
+use crate::pg::datum::{text_datum, Jsonb, Uuid};
+use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
+use crate::pg::fmgr::Call;
+use crate::pg::spi::{as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan};
+use crate::platform::catalog::platform_owner;
+use crate::platform::state::DECIDING;
+use crate::sql_function;
+use pg_labels_core::refusal;
+use pgrx::pg_sys::{self, Datum};
+
+static REQUEST: SavedPlan = SavedPlan::new(
+    c"SELECT s.run_id, s.actor, s.tool, s.args,
+             EXISTS (SELECT FROM pg_labels.steps d WHERE d.request_id = s.id AND d.kind = 'approval_decided')
+        FROM pg_labels.steps s
+       WHERE s.id = $1 AND s.kind = 'approval_requested'",
+);
+
+static DECIDE: SavedPlan = SavedPlan::new(
+    c"INSERT INTO pg_labels.steps (run_id, kind, tool, args, decision, reason, request_id)
+      VALUES ($1, 'approval_decided', $2, $3, $4, $5, $6)
+      RETURNING id",
+);
+
+sql_function! {
+    /// `pg_labels.decide_approval(request bigint, granted boolean, reason text) → bigint`
+    fn pgl_decide_approval(call) {
+        decide(&call)
+    }
+}
+
+fn decide(call: &Call<'_>) -> Result<Datum> {
+    if call.is_null(0) || call.is_null(1) {
+        return Err(Error::new(NULL_VALUE_NOT_ALLOWED, "decide_approval needs a request and a decision"));
+    }
+    let request = call.i64(0);
+    let granted = call.bool(1);
+    let approver_oid = current_user();
+    let approver = current_user_name();
+    let owner = platform_owner()?;
+    as_owner(owner, || {
+        with_spi(|spi| {
+            let req = REQUEST.execute(spi, &[pg_sys::INT8OID], &[Some(Datum::from(request))], false, 1)?;
+            if req.is_empty() {
+                return Err(refusal::no_request(request).into());
+            }
+            let run: Uuid = req.must(0, 1)?;
+            let requester: String = req.get(0, 2)?.unwrap_or_default();
+            let tool: Option<String> = req.get(0, 3)?;
+            let args: Option<Jsonb> = req.get(0, 4)?;
+            let decided = req.get::<bool>(0, 5)?.unwrap_or(false);
+            if requester == approver {
+                return Err(refusal::approver_denied(
+                    format!("approval_required: role {approver} requested approval {request} and cannot decide it"),
+                    format!("Approval request {request} was written by {requester}."),
+                )
+                .into());
+            }
+            // Neither can a role that can act as the requester, nor one the requester can act as
+            // (a shared group role would let the platform approve itself either way).
+            if let Some(requester_oid) = role_oid(&requester) {
+                if is_member(approver_oid, requester_oid) {
+                    return Err(refusal::approver_denied(
+                        format!("approval_required: role {approver} can act as {requester}, who requested approval {request}"),
+                        format!("{approver} is a member of {requester}."),
+                    )
+                    .into());
+                }
+                if is_member(requester_oid, approver_oid) {
+                    return Err(refusal::approver_denied(
+                        format!("approval_required: {requester}, who requested approval {request}, can act as role {approver}"),
+                        format!("{requester} is a member of {approver}."),
+                    )
+                    .into());
+                }
+            }
+            if decided {
+                return Err(refusal::already_decided(request).into());
+            }
+            let decision = text_datum(if granted { "granted" } else { "denied" })?;
+            let tool = tool.as_deref().map(text_datum).transpose()?;
+            let _deciding = DECIDING.enter((request, approver.clone()));
+            let rows = DECIDE.execute(
+                spi,
+                &[pg_sys::UUIDOID, pg_sys::TEXTOID, pg_sys::JSONBOID, pg_sys::TEXTOID, pg_sys::TEXTOID, pg_sys::INT8OID],
+                &[Some(run.datum()), tool, args.map(|a| a.0), Some(decision), call.opt(2), Some(Datum::from(request))],
+                false,
+                0,
+            )?;
+            Ok(Datum::from(rows.must::<i64>(0, 1)?))
+        })
+    })
+}

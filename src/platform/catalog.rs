@@ -1,0 +1,279 @@
+//! The platform tables as the triggers reach them: found next to the trigger's table (by name,
+//! in the platform schema), cached per backend and checked on every use; a run locked by its
+//! primary key; a tool read from the catalog as committed now; ids from the platform's
+//! sequences. No SPI on this path.
+//!
+//! **Runs.** Locking a run is what `SELECT ... FOR NO KEY UPDATE` does, except that the latest
+//! version is always followed: whatever the isolation level, a step is judged with the labels
+//! the last committed step left. A run that carries many labels keeps them out of line
+//! (TOAST); its decoded labels are cached per backend under the TOAST value's identity, which
+//! changes whenever the labels do, so a step that adds nothing costs the same for a run of ten
+//! labels as for one of a hundred thousand.
+//!
+//! **Tools.** A decision reads the tool catalog with the latest snapshot (a tool made
+//! `destructive` or removed by a committed change counts at once, in `REPEATABLE READ` too), and
+//! holds a `SHARE` lock on `pg_labels.tools` until it commits: a change to the catalog waits for
+//! the decisions in flight, and a decision waiting for a change sees it.
+
+use crate::pg::datum::Uuid;
+use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
+use crate::pg::fmgr::external_id;
+use crate::pg::heap::{RowLock, Table};
+use crate::pg::local::BackendLocal;
+use crate::pg::trigger::{col, platform_schema, Columns};
+use crate::types::datum::ScopeBuf;
+use pg_labels_core::LabelSet as LabelSetCol;
+use pg_labels_core::barrier::Summary;
+use pg_labels_core::labelset::{self, LabelSet};
+use pg_labels_core::rules::Effect;
+use pgrx::pg_sys::{self, Datum, Oid};
+use std::ffi::CStr;
+use std::rc::Rc;
+
+/// The platform relations, found by name in the platform schema and cached per backend
+/// (checked against the opened relation on every use, so a recreated table is noticed).
+#[derive(Clone, Copy, Default)]
+struct Rels {
+    namespace: Oid,
+    runs: Oid,
+    runs_pkey: Oid,
+    tools: Oid,
+    tools_pkey: Oid,
+}
+
+static RELS: BackendLocal<Rels> = BackendLocal::new(Rels {
+    namespace: Oid::INVALID,
+    runs: Oid::INVALID,
+    runs_pkey: Oid::INVALID,
+    tools: Oid::INVALID,
+    tools_pkey: Oid::INVALID,
+});
+
+fn missing(what: &str) -> Error {
+    Error::new(
+        NOT_IN_PREREQUISITE_STATE,
+        format!("pg_labels: relation pg_labels.{what} is missing"),
+    )
+    .hint("The platform tables are created by CREATE EXTENSION pg_labels (or restored from a dump); see the README's operations section.")
+}
+
+/// A relation of the platform schema by name.
+pub fn relation(namespace: Oid, name: &CStr) -> Oid {
+    // SAFETY: a syscache lookup by name.
+    unsafe { pg_sys::get_relname_relid(name.as_ptr(), namespace) }
+}
+
+fn lookup(namespace: Oid) -> Result<Rels> {
+    let pkey = |rel: Oid, what: &str| -> Result<Oid> {
+        let t = Table::open(rel, pg_sys::AccessShareLock).ok_or_else(|| missing(what))?;
+        Ok(t.primary_key())
+    };
+    let runs = relation(namespace, c"runs");
+    let tools = relation(namespace, c"tools");
+    if runs == Oid::INVALID {
+        return Err(missing("runs"));
+    }
+    if tools == Oid::INVALID {
+        return Err(missing("tools"));
+    }
+    Ok(Rels {
+        namespace,
+        runs,
+        runs_pkey: pkey(runs, "runs")?,
+        tools,
+        tools_pkey: pkey(tools, "tools")?,
+    })
+}
+
+/// Open one of the platform tables (and know its primary key), refreshing the cache if needed.
+fn open(namespace: Oid, which: &CStr, lock: u32) -> Result<(Table, Oid)> {
+    let pick = |r: &Rels| {
+        if which == c"runs" {
+            (r.runs, r.runs_pkey)
+        } else {
+            (r.tools, r.tools_pkey)
+        }
+    };
+    let cached = RELS.get();
+    if cached.namespace == namespace {
+        let (oid, pk) = pick(&cached);
+        if let Some(t) = Table::open(oid, lock).filter(|t| t.is(which, namespace)) {
+            return Ok((t, pk));
+        }
+    }
+    let fresh = lookup(namespace)?;
+    RELS.set(fresh);
+    let (oid, pk) = pick(&fresh);
+    match Table::open(oid, lock).filter(|t| t.is(which, namespace)) {
+        Some(t) => Ok((t, pk)),
+        None => Err(missing(&which.to_string_lossy())),
+    }
+}
+
+/// The owner of the platform tables (of `pg_labels.steps`), who runs the statements the
+/// triggers and platform functions make.
+pub fn platform_owner() -> Result<Oid> {
+    let steps = platform_schema()
+        .map(|ns| relation(ns, c"steps"))
+        .unwrap_or(Oid::INVALID);
+    if steps == Oid::INVALID {
+        return Err(missing("steps"));
+    }
+    // SAFETY: a syscache lookup of pg_class by OID.
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(
+            pg_sys::SysCacheIdentifier::RELOID as i32,
+            Datum::from(steps),
+        );
+        if tuple.is_null() {
+            return Err(missing("steps"));
+        }
+        let form = pgrx::pg_sys::GETSTRUCT(tuple) as *const pg_sys::FormData_pg_class;
+        let owner = (*form).relowner;
+        pg_sys::ReleaseSysCache(tuple);
+        Ok(owner)
+    }
+}
+
+static RUN_COLUMNS: Columns<2> = Columns::new([col::<ScopeBuf>(c"scope"), col::<LabelSetBufCol>(c"labels")]);
+type LabelSetBufCol = crate::types::datum::LabelSetBuf;
+
+/// What a run carries, decoded: its labels, where each entry lies (for membership tests by
+/// binary search), and their [`Summary`] for the run's scope.
+pub struct RunLabels {
+    pub body: Vec<u8>,
+    offsets: Vec<(u32, u32)>,
+    pub summary: Summary,
+}
+
+impl RunLabels {
+    fn new(body: Vec<u8>, scope: &[u8]) -> RunLabels {
+        let set = LabelSet::from_canonical(&body);
+        RunLabels {
+            offsets: labelset::offsets(set),
+            summary: Summary::of(set, scope),
+            body,
+        }
+    }
+
+    pub fn set(&self) -> LabelSet<'_> {
+        LabelSet::from_canonical(&self.body)
+    }
+
+    /// Does the run carry every label of `more` already?
+    pub fn has_all(&self, more: LabelSet<'_>) -> bool {
+        more.is_subset_indexed(self.set(), &self.offsets)
+    }
+}
+
+/// A run, locked for this transaction.
+pub struct LockedRun {
+    pub scope: Vec<u8>,
+    pub labels: Rc<RunLabels>,
+}
+
+/// Decoded labels of runs that keep them out of line: ((TOAST relation, value id), run, scope).
+type CacheEntry = ((Oid, Oid), Uuid, Vec<u8>, Rc<RunLabels>);
+static BIG_RUNS: BackendLocal<Vec<CacheEntry>> = BackendLocal::new(Vec::new());
+/// How many big runs a backend keeps decoded.
+const BIG_RUNS_KEPT: usize = 4;
+
+/// Find the run and lock its row until the end of the transaction (`FOR NO KEY UPDATE`),
+/// waiting for concurrent writers and following their updates to the latest version.
+/// `None` when there is no such run.
+pub fn lock_run(namespace: Oid, run: &Uuid) -> Result<Option<LockedRun>> {
+    let (rel, pkey) = open(namespace, c"runs", pg_sys::RowShareLock)?;
+    let [c_scope, c_labels] = rel.columns(&RUN_COLUMNS)?;
+    rel.probe(pkey, run.datum(), pg_sys::F_UUID_EQ, true, |found| {
+        found.lock(RowLock::NoKeyUpdate, "run")?;
+        let scope = found
+            .get::<ScopeBuf>(c_scope)?
+            .ok_or_else(|| Error::corrupt("scope"))?
+            .0;
+        let raw = found.raw(c_labels);
+        // SAFETY: the labels column is a labelset (a varlena), checked by RUN_COLUMNS.
+        let id = raw.and_then(|d| unsafe { external_id(d.cast_mut_ptr()) });
+        let labels = match id {
+            Some(id) => match BIG_RUNS.with(|c| {
+                c.iter()
+                    .find(|(k, r, s, _)| *k == id && r == run && *s == scope)
+                    .map(|e| e.3.clone())
+            }) {
+                Some(hit) => hit,
+                None => {
+                    let body = found
+                        .get::<LabelSetCol<'_>>(c_labels)?
+                        .map(|l| l.body().to_vec())
+                        .unwrap_or_default();
+                    let decoded = Rc::new(RunLabels::new(body, &scope));
+                    BIG_RUNS.with(|c| {
+                        if c.len() >= BIG_RUNS_KEPT {
+                            c.remove(0);
+                        }
+                        c.push((id, *run, scope.clone(), decoded.clone()));
+                    });
+                    decoded
+                }
+            },
+            None => {
+                let body = found
+                    .get::<LabelSetCol<'_>>(c_labels)?
+                    .map(|l| l.body().to_vec())
+                    .unwrap_or_default();
+                Rc::new(RunLabels::new(body, &scope))
+            }
+        };
+        Ok(LockedRun { scope, labels })
+    })
+}
+
+/// A tool's catalog entry.
+pub struct Tool {
+    /// `None` when the catalog holds an effect this version does not know (never: a CHECK
+    /// constraint keeps the four).
+    pub effect: Option<Effect>,
+    pub trusted_output: bool,
+}
+
+static TOOL_COLUMNS: Columns<2> =
+    Columns::new([col::<String>(c"effect"), col::<bool>(c"trusted_output")]);
+
+/// The catalog entry of a tool as committed now, `None` when the catalog does not list it.
+/// Holds a `SHARE` lock on the catalog until the transaction ends.
+pub fn tool(namespace: Oid, name: &str) -> Result<Option<Tool>> {
+    let (rel, pkey) = open(namespace, c"tools", pg_sys::ShareLock)?;
+    let [c_effect, c_trusted] = rel.columns(&TOOL_COLUMNS)?;
+    let key = crate::pg::datum::text_datum(name)?;
+    rel.probe(pkey, key, pg_sys::F_TEXTEQ, true, |found| {
+        Ok(Tool {
+            effect: found
+                .get::<String>(c_effect)?
+                .as_deref()
+                .and_then(Effect::parse),
+            trusted_output: found.get::<bool>(c_trusted)?.unwrap_or(false),
+        })
+    })
+}
+
+// nextval(regclass) itself, a V1 function (pgrx binds it without the C calling convention).
+unsafe extern "C-unwind" {
+    fn nextval_oid(fcinfo: pg_sys::FunctionCallInfo) -> Datum;
+}
+
+/// The next value of a sequence of the platform schema, taken as the platform tables' owner.
+pub fn next_id(namespace: Oid, sequence: &CStr) -> Result<i64> {
+    let seq = relation(namespace, sequence);
+    if seq == Oid::INVALID {
+        return Err(missing(&sequence.to_string_lossy()));
+    }
+    let owner = platform_owner()?;
+    crate::pg::spi::as_owner(owner, || {
+        // SAFETY: nextval_oid is a V1 function of one oid argument; the guard of pg_sys turns
+        // its errors (sequence exhausted) into ours.
+        let d = unsafe {
+            pg_sys::DirectFunctionCall1Coll(Some(nextval_oid), Oid::INVALID, Datum::from(seq))
+        };
+        Ok(d.value() as i64)
+    })
+}
+

@@ -1,0 +1,162 @@
+//! The publication check (BEFORE INSERT on `pg_labels.agent_versions`): the declared steps are
+//! compared with the tool catalog by [`pg_labels_core::flow`]. A version that lets untrusted
+//! data reach a `destructive` or `financial` tool is refused (`untrusted_to_irreversible`,
+//! naming the path); the `reversible_write` steps reached by untrusted data are recorded in
+//! `needs_approval`, for analysts and for the approval the gate will ask at run time.
+
+use crate::pg::datum::{text_datum, Jsonb, Timestamp};
+use crate::pg::error::{Error, Result};
+use crate::pg::fmgr::Call;
+use crate::pg::spi::current_user_name;
+use crate::pg::trigger::{col, not_null, Columns, Op, Spec, Timing, Trigger};
+use crate::platform::catalog;
+use crate::platform::steps::{refuse_given, trail_time};
+use crate::sql_function;
+use pg_labels_core::flow::{self, Analysis, DeclError, Path, StepDecl, ToolInfo};
+use pg_labels_core::refusal;
+use pgrx::pg_sys::Datum;
+use std::collections::HashMap;
+
+/// Most paths a refusal's DETAIL lists.
+const LISTED: usize = 10;
+
+static VERSION_COLUMNS: Columns<6> = Columns::new([
+    col::<String>(c"agent"),
+    col::<i32>(c"version"),
+    col::<Jsonb>(c"steps"),
+    col::<Jsonb>(c"needs_approval"),
+    col::<String>(c"published_by"),
+    col::<Timestamp>(c"published_at"),
+]);
+
+const SPEC: Spec = Spec {
+    function: "pg_labels.agent_versions_insert()",
+    tables: &["agent_versions"],
+    timing: Timing::Before,
+    row: true,
+    ops: &[Op::Insert],
+};
+
+const FORMAT_HINT: &str = "Declared steps look like {\"steps\": [{\"id\": \"read\", \"tool\": \"tickets.read\", \
+\"inputs\": [\"source:webhook\"]}, {\"id\": \"refund\", \"tool\": \"stripe.refund\", \"inputs\": [\"read\"]}]}: \
+inputs name earlier steps or the sources source:slack, source:webhook, source:event (untrusted) and source:agent.";
+
+fn describe(p: &Path, steps: &[StepDecl], a: &Analysis) -> String {
+    let s = p.step();
+    format!(
+        "step {} ({} tool {}): {}",
+        steps[s].id,
+        a.tools[s].effect.name(),
+        steps[s].tool,
+        p.render(steps)
+    )
+}
+
+/// `needs_approval`: `[{"step": ..., "tool": ..., "path": ...}, ...]`.
+fn approvals_json(a: &Analysis, steps: &[StepDecl]) -> String {
+    let items: Vec<serde_json::Value> = a
+        .needs_approval
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "step": steps[p.step()].id,
+                "tool": steps[p.step()].tool,
+                "path": p.render(steps),
+            })
+        })
+        .collect();
+    serde_json::Value::Array(items).to_string()
+}
+
+sql_function! {
+    /// BEFORE INSERT FOR EACH ROW on pg_labels.agent_versions.
+    fn pgl_agent_versions_insert(call) {
+        agent_versions_insert(&call)
+    }
+}
+
+fn agent_versions_insert(call: &Call<'_>) -> Result<Datum> {
+    let trigger = Trigger::fired(call, &SPEC)?;
+    let row = trigger.row();
+    let [c_agent, c_version, c_steps, c_approval, c_by, c_at] = VERSION_COLUMNS.of(&row)?;
+    let agent: String = row.must(c_agent, "agent_versions")?;
+    let version: i32 = row.must(c_version, "agent_versions")?;
+    if version <= 0 {
+        return Err(refusal::version_not_positive(&agent, version).into());
+    }
+    let writer = current_user_name();
+    if row.get::<&str>(c_by)?.is_some_and(|a| a != writer) {
+        return Err(refuse_given("agent_versions", "published_by", "the role that published the version"));
+    }
+    if row.get::<Timestamp>(c_at)? != Some(trail_time()) {
+        return Err(refuse_given("agent_versions", "published_at", "the time the database published it"));
+    }
+    let json = row
+        .get::<Jsonb>(c_steps)?
+        .ok_or_else(|| not_null("agent_versions", "steps"))?
+        .text();
+    let who = format!("agent {agent} version {version}");
+    let bad = |e: DeclError| -> Error {
+        match e {
+            DeclError::UnknownTool { .. } => refusal::declaration_unknown_tool(&who, &e.to_string()),
+            _ => refusal::declaration_invalid(&who, &e.to_string(), FORMAT_HINT),
+        }
+        .into()
+    };
+    let steps = flow::parse(&json).map_err(bad)?;
+
+    // the catalog, each tool looked up once
+    let namespace = trigger.namespace();
+    let mut seen: HashMap<String, Option<ToolInfo>> = HashMap::new();
+    let mut failure: Option<Error> = None;
+    let analysis = flow::analyze(&steps, |name| {
+        if let Some(t) = seen.get(name) {
+            return *t;
+        }
+        let info = match catalog::tool(namespace, name) {
+            Ok(t) => t.and_then(|t| {
+                t.effect.map(|effect| ToolInfo {
+                    effect,
+                    trusted_output: t.trusted_output,
+                })
+            }),
+            Err(e) => {
+                failure.get_or_insert(e);
+                None
+            }
+        };
+        seen.insert(name.to_string(), info);
+        info
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let analysis = analysis.map_err(bad)?;
+
+    if let Some(first) = analysis.irreversible.first() {
+        let s = first.step();
+        let reached: Vec<String> = analysis
+            .irreversible
+            .iter()
+            .take(LISTED)
+            .map(|p| describe(p, &steps, &analysis))
+            .collect();
+        return Err(refusal::publication_refused(
+            &who,
+            &format!(
+                "{} tool {}: {}",
+                analysis.tools[s].effect.name(),
+                steps[s].tool,
+                first.render(&steps)
+            ),
+            &reached,
+            analysis.irreversible.len().saturating_sub(LISTED),
+        )
+        .into());
+    }
+
+    Ok(row.modified(&[
+        (c_approval, Some(Jsonb::from_text(&approvals_json(&analysis, &steps))?.0)),
+        (c_by, Some(text_datum(&writer)?)),
+    ]))
+}

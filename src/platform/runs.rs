@@ -1,0 +1,138 @@
+//! Opening a run: `pg_labels.runs_open()`, BEFORE INSERT FOR EACH ROW on `pg_labels.runs`.
+//! Gathers the listener and the agent version the run names, asks [`barrier::open_run`], and
+//! writes the scope, agent and initial labels it returns (the run's own scope label joins its
+//! labels). The run's id may be the service's; its opening time is the database's.
+
+use crate::pg::datum::{text_datum, Timestamp, Uuid};
+use crate::pg::error::Result;
+use crate::pg::fmgr::Call;
+use crate::pg::spi::{as_owner, with_spi, SavedPlan};
+use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
+use crate::platform::steps::{refuse_given, trail_time};
+use crate::sql_function;
+use crate::types::datum::{labelset_datum, scope_datum, LabelSetBuf, ScopeBuf};
+use pg_labels_core::barrier::{self, ListenerFacts, Opening, VersionFacts};
+use pg_labels_core::refusal;
+use pg_labels_core::LabelSet;
+use pgrx::pg_sys::{self, Datum};
+
+const SPEC: Spec = Spec {
+    function: "pg_labels.runs_open()",
+    tables: &["runs"],
+    timing: Timing::Before,
+    row: true,
+    ops: &[Op::Insert],
+};
+
+static COLUMNS: Columns<7> = Columns::new([
+    col::<Uuid>(c"id"),
+    col::<ScopeBuf>(c"scope"),
+    col::<LabelSetBuf>(c"labels"),
+    col::<i64>(c"listener_id"),
+    col::<String>(c"agent"),
+    col::<i32>(c"agent_version"),
+    col::<Timestamp>(c"opened_at"),
+]);
+
+static LISTENER: SavedPlan =
+    SavedPlan::new(c"SELECT scope, agent FROM pg_labels.listeners WHERE id = $1");
+
+static VERSION_SCOPE: SavedPlan =
+    SavedPlan::new(c"SELECT scope FROM pg_labels.agent_versions WHERE agent = $1 AND version = $2");
+
+sql_function! {
+    /// BEFORE INSERT FOR EACH ROW on pg_labels.runs: a run opened through a listener has the
+    /// listener's scope (and agent); the run's own scope label joins its labels; a run whose
+    /// initial labels escape its scope is not opened.
+    fn pgl_runs_open(call) {
+        runs_open(&call)
+    }
+}
+
+fn runs_open(call: &Call<'_>) -> Result<Datum> {
+    let trigger = Trigger::fired(call, &SPEC)?;
+    let row = trigger.row();
+    let [c_id, c_scope, c_labels, c_listener, c_agent, c_version, c_opened] = COLUMNS.of(&row)?;
+    if row.get::<Timestamp>(c_opened)? != Some(trail_time()) {
+        return Err(refuse_given("runs", "opened_at", "the time the database opened the run"));
+    }
+    let run = row
+        .get::<Uuid>(c_id)?
+        .map(|u| u.to_string())
+        .unwrap_or_default();
+    let owner = trigger.owner();
+
+    // gather: the listener and the version the run names
+    let listener = match row.get::<i64>(c_listener)? {
+        Some(id) => {
+            let found = as_owner(owner, || {
+                with_spi(|spi| {
+                    let rows = LISTENER.execute(spi, &[pg_sys::INT8OID], &[Some(Datum::from(id))], true, 1)?;
+                    if rows.is_empty() {
+                        return Ok(None);
+                    }
+                    Ok(Some((rows.must::<ScopeBuf>(0, 1)?.0, rows.get::<String>(0, 2)?)))
+                })
+            })?;
+            Some((id, found.ok_or_else(|| crate::pg::error::Error::from(refusal::no_listener(id)))?))
+        }
+        None => None,
+    };
+    let given_agent = row.get::<String>(c_agent)?;
+    let agent = given_agent
+        .clone()
+        .or_else(|| listener.as_ref().and_then(|(_, (_, a))| a.clone()));
+    let version = match row.get::<i32>(c_version)? {
+        Some(v) => {
+            let scope = match &agent {
+                Some(a) => {
+                    let a = text_datum(a)?;
+                    as_owner(owner, || {
+                        with_spi(|spi| {
+                            let rows = VERSION_SCOPE.execute(
+                                spi,
+                                &[pg_sys::TEXTOID, pg_sys::INT4OID],
+                                &[Some(a), Some(Datum::from(v))],
+                                true,
+                                1,
+                            )?;
+                            Ok(rows.get::<ScopeBuf>(0, 1)?.map(|s| s.0))
+                        })
+                    })?
+                }
+                None => None,
+            };
+            Some((v, scope))
+        }
+        None => None,
+    };
+    let given_scope = row.get::<ScopeBuf>(c_scope)?;
+    let labels = row.get::<LabelSet<'_>>(c_labels)?.unwrap_or(LabelSet::EMPTY);
+
+    // decide
+    let opened = barrier::open_run(&Opening {
+        run: &run,
+        scope: given_scope.as_ref().map(|s| &s.0[..]),
+        labels,
+        agent: given_agent.as_deref(),
+        listener: listener.as_ref().map(|(id, (scope, agent))| ListenerFacts {
+            id: *id,
+            scope,
+            agent: agent.as_deref(),
+        }),
+        version: version.as_ref().map(|(v, scope)| VersionFacts {
+            version: *v,
+            scope: scope.as_deref(),
+        }),
+    })?;
+
+    // write
+    let mut changes = vec![(c_labels, Some(labelset_datum(&opened.labels)?))];
+    if opened.scope_filled {
+        changes.push((c_scope, Some(scope_datum(&opened.scope)?)));
+    }
+    if let Some(a) = &opened.agent_filled {
+        changes.push((c_agent, Some(text_datum(a)?)));
+    }
+    Ok(row.modified(&changes))
+}

@@ -1,0 +1,290 @@
+//! Context shared by reference: artifacts, shares, and reading an artifact into a run.
+//!
+//! - `pg_labels.artifacts_insert()` (BEFORE INSERT on `artifacts`): locks the origin run like a
+//!   step does and records at least the labels it carries (an artifact is the run's output);
+//! - `pg_labels.shares_insert()` (BEFORE INSERT on `shares`): gathers the artifact, the target
+//!   and the active crossings, and asks [`barrier::share`];
+//! - [`read`], called by the steps trigger for a `context_read` step: gathers the artifact and
+//!   its shares and asks [`barrier::read`]; origin run, digest and labels come from the artifact.
+
+use crate::pg::datum::{text_datum, Timestamp, Uuid};
+use crate::pg::error::{Error, Result};
+use crate::pg::fmgr::Call;
+use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
+use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
+use crate::platform::catalog;
+use crate::platform::crossings::active_into;
+use crate::platform::steps::{refuse_given, trail_time};
+use crate::sql_function;
+use crate::types::datum::{labelset_datum, scope_datum, LabelSetBuf, ScopeBuf};
+use pg_labels_core::barrier::{self, ArtifactFacts, ReadOutcome, ShareFacts};
+use pg_labels_core::refusal;
+use pg_labels_core::LabelSet;
+use pgrx::pg_sys::{self, Datum, Oid};
+
+static ARTIFACT: SavedPlan =
+    SavedPlan::new(c"SELECT origin_run, digest, labels FROM pg_labels.artifacts WHERE id = $1");
+
+static RUN_SCOPE: SavedPlan = SavedPlan::new(c"SELECT scope FROM pg_labels.runs WHERE id = $1");
+
+static SHARES_OF: SavedPlan = SavedPlan::new(
+    c"SELECT id, to_scope, to_run FROM pg_labels.shares WHERE artifact_id = $1 ORDER BY id",
+);
+
+/// An artifact, as the barrier needs it.
+pub struct Artifact {
+    pub origin_run: Uuid,
+    pub digest: String,
+    pub labels: Vec<u8>,
+}
+
+/// Look an artifact up (as `owner`); `None` when there is none.
+fn artifact(owner: Oid, id: &Uuid) -> Result<Option<Artifact>> {
+    as_owner(owner, || {
+        with_spi(|spi| {
+            let rows = ARTIFACT.execute(spi, &[pg_sys::UUIDOID], &[Some(id.datum())], true, 1)?;
+            if rows.is_empty() {
+                return Ok(None);
+            }
+            Ok(Some(Artifact {
+                origin_run: rows.must(0, 1)?,
+                digest: rows.must(0, 2)?,
+                labels: rows.must::<LabelSetBuf>(0, 3)?.0,
+            }))
+        })
+    })
+}
+
+const ARTIFACTS: Spec = Spec {
+    function: "pg_labels.artifacts_insert()",
+    tables: &["artifacts"],
+    timing: Timing::Before,
+    row: true,
+    ops: &[Op::Insert],
+};
+
+const SHARES: Spec = Spec {
+    function: "pg_labels.shares_insert()",
+    tables: &["shares"],
+    timing: Timing::Before,
+    row: true,
+    ops: &[Op::Insert],
+};
+
+static ARTIFACT_COLUMNS: Columns<5> = Columns::new([
+    col::<Uuid>(c"origin_run"),
+    col::<LabelSetBuf>(c"labels"),
+    col::<String>(c"actor"),
+    col::<String>(c"digest"),
+    col::<Timestamp>(c"created_at"),
+]);
+
+static SHARE_COLUMNS: Columns<7> = Columns::new([
+    col::<i64>(c"id"),
+    col::<Uuid>(c"artifact_id"),
+    col::<ScopeBuf>(c"to_scope"),
+    col::<Uuid>(c"to_run"),
+    col::<i64>(c"crossing_id"),
+    col::<String>(c"actor"),
+    col::<Timestamp>(c"created_at"),
+]);
+
+fn is_digest(d: &[u8]) -> bool {
+    d.len() == 64 && d.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+sql_function! {
+    /// BEFORE INSERT FOR EACH ROW on pg_labels.artifacts.
+    fn pgl_artifacts_insert(call) {
+        artifacts_insert(&call)
+    }
+
+    /// BEFORE INSERT FOR EACH ROW on pg_labels.shares.
+    fn pgl_shares_insert(call) {
+        shares_insert(&call)
+    }
+}
+
+fn artifacts_insert(call: &Call<'_>) -> Result<Datum> {
+    let trigger = Trigger::fired(call, &ARTIFACTS)?;
+    let row = trigger.row();
+    let [c_run, c_labels, c_actor, c_digest, c_created] = ARTIFACT_COLUMNS.of(&row)?;
+    let run_id: Uuid = row.must(c_run, "artifacts")?;
+    let digest: &str = row.must(c_digest, "artifacts")?;
+    if !is_digest(digest.as_bytes()) {
+        return Err(refusal::bad_digest(digest.as_bytes()).into());
+    }
+    let writer = current_user_name();
+    if row.get::<&str>(c_actor)?.is_some_and(|a| a != writer) {
+        return Err(refuse_given("artifacts", "actor", "the role that made the artifact"));
+    }
+    if row.get::<Timestamp>(c_created)? != Some(trail_time()) {
+        return Err(refuse_given("artifacts", "created_at", "the time the database recorded it"));
+    }
+    let given = row.get::<LabelSet<'_>>(c_labels)?.unwrap_or(LabelSet::EMPTY);
+    // Serialized with the run's steps: the artifact carries every label that had entered the
+    // run when it was made.
+    let run = catalog::lock_run(trigger.namespace(), &run_id)?.ok_or_else(|| {
+        Error::from(refusal::no_run(&run_id.to_string(), "artifacts_origin_run_fkey"))
+    })?;
+    let labels = given.union(run.labels.set());
+    Ok(row.modified(&[
+        (c_labels, Some(labelset_datum(&labels)?)),
+        (c_actor, Some(text_datum(&writer)?)),
+    ]))
+}
+
+fn shares_insert(call: &Call<'_>) -> Result<Datum> {
+    let trigger = Trigger::fired(call, &SHARES)?;
+    let row = trigger.row();
+    let [c_id, c_artifact, c_to_scope, c_to_run, c_crossing, c_actor, c_created] =
+        SHARE_COLUMNS.of(&row)?;
+    if row.datum(c_id).is_some() {
+        return Err(refuse_given("shares", "id", "assigned by the database"));
+    }
+    let writer = current_user_name();
+    if row.get::<&str>(c_actor)?.is_some_and(|a| a != writer) {
+        return Err(refuse_given("shares", "actor", "the role that shared"));
+    }
+    if row.get::<Timestamp>(c_created)? != Some(trail_time()) {
+        return Err(refuse_given("shares", "created_at", "the time the database recorded it"));
+    }
+    let owner = trigger.owner();
+    let artifact_id: Uuid = row.must(c_artifact, "shares")?;
+    let art = artifact(owner, &artifact_id)?.ok_or_else(|| {
+        Error::from(refusal::no_artifact(&artifact_id.to_string(), "shares_artifact_id_fkey"))
+    })?;
+
+    // To one run: judged by that run's scope, which the share records.
+    let given_scope = row.get::<ScopeBuf>(c_to_scope)?;
+    let to_run = row.get::<Uuid>(c_to_run)?;
+    let (target, filled) = match &to_run {
+        Some(run_id) => {
+            let run_scope = as_owner(owner, || {
+                with_spi(|spi| {
+                    let rows = RUN_SCOPE.execute(spi, &[pg_sys::UUIDOID], &[Some(run_id.datum())], true, 1)?;
+                    Ok(rows.get::<ScopeBuf>(0, 1)?.map(|s| s.0))
+                })
+            })?
+            .ok_or_else(|| Error::from(refusal::no_run(&run_id.to_string(), "shares_to_run_fkey")))?;
+            if let Some(g) = &given_scope {
+                if g.0 != run_scope {
+                    return Err(refusal::share_scope_mismatch(&run_id.to_string(), &run_scope, &g.0).into());
+                }
+            }
+            (run_scope, given_scope.is_none())
+        }
+        None => (
+            given_scope
+                .ok_or_else(|| crate::pg::trigger::not_null("shares", "to_scope"))?
+                .0,
+            false,
+        ),
+    };
+
+    // The barrier: what the target scope cannot carry needs one active crossing.
+    let facts = ArtifactFacts {
+        id: &artifact_id.to_string(),
+        origin_run: &art.origin_run.to_string(),
+        labels: LabelSet::from_canonical(&art.labels),
+    };
+    let to_run_text = to_run.map(|r| r.to_string());
+    let used = barrier::share(
+        &facts,
+        &target,
+        to_run_text.as_deref(),
+        row.get::<i64>(c_crossing)?,
+        || active_into(owner, &target),
+    )??;
+
+    let id = catalog::next_id(trigger.namespace(), c"shares_id_seq")?;
+    let mut changes = vec![
+        (c_id, Some(Datum::from(id))),
+        (c_crossing, used.map(Datum::from)),
+        (c_actor, Some(text_datum(&writer)?)),
+    ];
+    if filled {
+        changes.push((c_to_scope, Some(scope_datum(&target)?)));
+    }
+    Ok(row.modified(&changes))
+}
+
+/// What a `context_read` step is filled with.
+pub struct Read {
+    pub outcome: ReadOutcome,
+    pub origin_run: Uuid,
+    pub digest: String,
+}
+
+/// Gather and judge a `context_read` of `artifact_id` by run `run_id` (in `run_scope`, locked
+/// by the caller), whose step claims `claimed_origin` and `claimed_digest` and carries
+/// `step_labels`.
+pub fn read(
+    owner: Oid,
+    run_id: &Uuid,
+    run_scope: &[u8],
+    artifact_id: &Uuid,
+    claimed_origin: Option<Uuid>,
+    claimed_digest: Option<&str>,
+    step_labels: LabelSet<'_>,
+) -> Result<Read> {
+    let (run, art_text) = (run_id.to_string(), artifact_id.to_string());
+    let art = artifact(owner, artifact_id)?
+        .ok_or_else(|| Error::from(refusal::no_artifact(&art_text, "steps_artifact_id_fkey")))?;
+
+    // what the step says it read must be what the artifact is
+    if let Some(o) = claimed_origin {
+        if o != art.origin_run {
+            return Err(refusal::read_mismatch(
+                &art_text,
+                "origin_run",
+                &o.to_string(),
+                &art.origin_run.to_string(),
+            )
+            .into());
+        }
+    }
+    if let Some(d) = claimed_digest {
+        if d != art.digest {
+            return Err(refusal::read_mismatch(&art_text, "digest", d, &art.digest).into());
+        }
+    }
+
+    // the shares of the artifact, and the first that offers it to this run
+    let share = as_owner(owner, || {
+        with_spi(|spi| {
+            let rows = SHARES_OF.execute(spi, &[pg_sys::UUIDOID], &[Some(artifact_id.datum())], true, 0)?;
+            let mut shares = Vec::with_capacity(rows.len() as usize);
+            for i in 0..rows.len() {
+                shares.push((
+                    rows.must::<i64>(i, 1)?,
+                    rows.must::<ScopeBuf>(i, 2)?.0,
+                    rows.get::<Uuid>(i, 3)?,
+                ));
+            }
+            Ok(barrier::covering_share(
+                run_scope,
+                shares.iter().map(|(id, to_scope, to_run)| ShareFacts {
+                    id: *id,
+                    to_this_run: to_run.map(|r| r == *run_id),
+                    to_scope,
+                }),
+            ))
+        })
+    })?;
+
+    let facts = ArtifactFacts {
+        id: &art_text,
+        origin_run: &art.origin_run.to_string(),
+        labels: LabelSet::from_canonical(&art.labels),
+    };
+    let outcome = barrier::read(&run, run_scope, &facts, share, step_labels, || {
+        active_into(owner, run_scope)
+    })??;
+    Ok(Read {
+        outcome,
+        origin_run: art.origin_run,
+        digest: art.digest,
+    })
+}
+

@@ -1,0 +1,373 @@
+//! Enforcement on the way into the trail: `pg_labels.steps_insert()`, BEFORE INSERT FOR EACH ROW
+//! on `pg_labels.steps`. For every step it
+//!
+//! 1. **gathers**: the row (kind parsed once), who writes it, the run (locked, see
+//!    [`catalog::lock_run`]), the tool's catalog entry, and for a context read the artifact and
+//!    the share that offers it;
+//! 2. **decides**, by the core: the step's shape ([`step::check`]), a context read
+//!    ([`barrier::read`]), a tool call or gate decision ([`barrier::judge`]);
+//! 3. **writes**: grows the run's labels when the step brought new ones, and returns the row
+//!    with what the database fills in (id, actor, decision, rule, reason, the approval, share
+//!    and crossings used). A refused tool call raises its rule's error instead.
+
+use crate::pg::datum::{Jsonb, Timestamp, Uuid};
+use crate::pg::error::{Error, Result};
+use crate::pg::fmgr::Call;
+use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
+use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger, Tuple};
+use crate::platform::catalog::{self, LockedRun};
+use crate::platform::crossings::active_into;
+use crate::platform::sharing;
+use crate::platform::state::DECIDING;
+use crate::sql_function;
+use crate::types::datum::{labelset_datum, LabelSetBuf};
+use pg_labels_core::barrier::{self, Summary, ToolFacts, Verdict};
+use pg_labels_core::crossing::{self, Owned};
+use pg_labels_core::refusal;
+use pg_labels_core::rules::Decision;
+use pg_labels_core::step::{self, Column, Kind};
+use pg_labels_core::{label, labelset, LabelSet};
+use pgrx::pg_sys::{self, Datum};
+use std::borrow::Cow;
+
+const SPEC: Spec = Spec {
+    function: "pg_labels.steps_insert()",
+    tables: &["steps"],
+    timing: Timing::Before,
+    row: true,
+    ops: &[Op::Insert],
+};
+
+static COLUMNS: Columns<17> = Columns::new([
+    col::<i64>(c"id"),
+    col::<Uuid>(c"run_id"),
+    col::<String>(c"kind"),
+    col::<String>(c"tool"),
+    col::<LabelSetBuf>(c"labels"),
+    col::<Jsonb>(c"args"),
+    col::<String>(c"decision"),
+    col::<String>(c"rule"),
+    col::<String>(c"reason"),
+    col::<i64>(c"request_id"),
+    col::<String>(c"actor"),
+    col::<Uuid>(c"origin_run"),
+    col::<Uuid>(c"artifact_id"),
+    col::<String>(c"digest"),
+    col::<i64>(c"share_id"),
+    col::<Vec<i64>>(c"crossing_ids"),
+    col::<Timestamp>(c"created_at"),
+]);
+
+/// The columns of a step, by name.
+struct Cols {
+    id: i32,
+    run: i32,
+    kind: i32,
+    tool: i32,
+    labels: i32,
+    args: i32,
+    decision: i32,
+    rule: i32,
+    reason: i32,
+    request: i32,
+    actor: i32,
+    origin_run: i32,
+    artifact: i32,
+    digest: i32,
+    share: i32,
+    crossings: i32,
+    created_at: i32,
+}
+
+impl Cols {
+    fn of(row: &Tuple<'_>) -> Result<Cols> {
+        let [id, run, kind, tool, labels, args, decision, rule, reason, request, actor, origin_run, artifact, digest, share, crossings, created_at] =
+            COLUMNS.of(row)?;
+        Ok(Cols {
+            id,
+            run,
+            kind,
+            tool,
+            labels,
+            args,
+            decision,
+            rule,
+            reason,
+            request,
+            actor,
+            origin_run,
+            artifact,
+            digest,
+            share,
+            crossings,
+            created_at,
+        })
+    }
+
+    fn of_column(&self, c: Column) -> i32 {
+        match c {
+            Column::Tool => self.tool,
+            Column::Args => self.args,
+            Column::Reason => self.reason,
+            Column::Decision => self.decision,
+            Column::Rule => self.rule,
+            Column::RequestId => self.request,
+            Column::OriginRun => self.origin_run,
+            Column::ArtifactId => self.artifact,
+            Column::Digest => self.digest,
+            Column::ShareId => self.share,
+            Column::CrossingIds => self.crossings,
+        }
+    }
+}
+
+static GROW_LABELS: SavedPlan =
+    SavedPlan::new(c"UPDATE pg_labels.runs SET labels = $2 WHERE id = $1");
+
+/// An unused, granted approval of exactly this call (same run, tool and arguments).
+static FIND_APPROVAL: SavedPlan = SavedPlan::new(
+    c"SELECT req.id FROM pg_labels.steps req
+       WHERE req.run_id = $1 AND req.kind = 'approval_requested'
+         AND req.tool = $2 AND req.args IS NOT DISTINCT FROM $3
+         AND EXISTS (SELECT FROM pg_labels.steps d
+                      WHERE d.request_id = req.id AND d.kind = 'approval_decided' AND d.decision = 'granted')
+         AND NOT EXISTS (SELECT FROM pg_labels.steps u
+                          WHERE u.request_id = req.id AND u.kind = 'tool_called')
+       ORDER BY req.id
+       LIMIT 1",
+);
+
+/// The time a step is written at: the transaction's start (what `now()`, the column's default,
+/// gives). The time partitions the trail, so it is the database's, never the writer's.
+pub fn trail_time() -> Timestamp {
+    // SAFETY: reads the transaction's start time.
+    Timestamp(unsafe { pg_sys::GetCurrentTransactionStartTimestamp() })
+}
+
+/// Refuse a writer's value for the trail's id, time or writer.
+pub fn refuse_given(table: &'static str, column: &str, why: &str) -> Error {
+    refusal::written_by_database(table, column, why).into()
+}
+
+sql_function! {
+    /// BEFORE INSERT FOR EACH ROW on pg_labels.steps.
+    fn pgl_steps_insert(call) {
+        steps_insert(&call)
+    }
+}
+
+fn steps_insert(call: &Call<'_>) -> Result<Datum> {
+    // ---- gather: the row ----
+    let trigger = Trigger::fired(call, &SPEC)?;
+    let row = trigger.row();
+    let c = Cols::of(&row)?;
+    let run_id: Uuid = row.must(c.run, "steps")?;
+    let Some(kind) = row.get::<&str>(c.kind)?.map(|k| (k, Kind::parse(k))) else {
+        return Err(crate::pg::trigger::not_null("steps", "kind"));
+    };
+    // an unknown kind is refused by the table's CHECK constraint (steps_kind_check), once the
+    // row is otherwise complete
+    let (_, Some(kind)) = kind else {
+        let id = catalog::next_id(trigger.namespace(), c"steps_id_seq")?;
+        return Ok(row.modified(&[(c.id, Some(Datum::from(id)))]));
+    };
+    if row.datum(c.id).is_some() {
+        return Err(refuse_given("steps", "id", "assigned in decision order"));
+    }
+    if row.get::<Timestamp>(c.created_at)? != Some(trail_time()) {
+        return Err(refuse_given("steps", "created_at", "the time the database recorded it"));
+    }
+    // Who writes the step. An approval decision is written by pg_labels.decide_approval()
+    // on behalf of the person deciding, and only by it.
+    let writer = current_user_name();
+    let actor = if kind == Kind::ApprovalDecided {
+        let request = row.get::<i64>(c.request)?;
+        match DECIDING.current() {
+            Some((r, approver)) if Some(r) == request => approver,
+            _ => return Err(refusal::decision_not_through_function(&writer).into()),
+        }
+    } else {
+        if row.get::<&str>(c.actor)?.is_some_and(|a| a != writer) {
+            return Err(refuse_given("steps", "actor", "the role that wrote the step"));
+        }
+        step::check(kind, |col| row.datum(c.of_column(col)).is_some()).map_err(|e| {
+            if e.fill == step::Fill::Required && e.column == Column::ArtifactId {
+                return Error::from(refusal::read_without_artifact());
+            }
+            Error::from(refusal::step_shape(
+                kind.name(),
+                e.column.name(),
+                e.to_string(),
+                e.fill == step::Fill::Database,
+            ))
+        })?;
+        writer
+    };
+    let tool = row.get::<&str>(c.tool)?;
+    let step_labels = row.must::<LabelSet<'_>>(c.labels, "steps")?;
+
+    // ---- gather: the run (locked), the tool, the artifact ----
+    let namespace = trigger.namespace();
+    let owner = trigger.owner();
+    let run = catalog::lock_run(namespace, &run_id)?
+        .ok_or_else(|| Error::from(refusal::no_run(&run_id.to_string(), "steps_run_id_fkey")))?;
+    let tool_entry = match tool {
+        Some(name) if kind.reads_tool() => catalog::tool(namespace, name)?,
+        _ => None,
+    };
+
+    // What the step brings: its own labels, and for a result of a tool whose output is not
+    // trusted, origin:tool; for a context read, the artifact's labels too.
+    let mut own: Cow<'_, [u8]> = Cow::Borrowed(step_labels.body());
+    if kind == Kind::ToolResult && !tool_entry.as_ref().is_some_and(|t| t.trusted_output) {
+        let origin = labelset::from_entries(vec![label::parse(b"origin:tool").unwrap_or_default()]);
+        let with = step_labels.union(LabelSet::from_canonical(&origin));
+        if with != step_labels.body() {
+            own = Cow::Owned(with);
+        }
+    }
+    let read = if kind == Kind::ContextRead {
+        let artifact: Uuid = row.must(c.artifact, "steps")?;
+        let r = sharing::read(
+            owner,
+            &run_id,
+            &run.scope,
+            &artifact,
+            row.get::<Uuid>(c.origin_run)?,
+            row.get::<&str>(c.digest)?,
+            step_labels,
+        )?;
+        if r.outcome.labels != step_labels.body() {
+            own = Cow::Owned(r.outcome.labels.clone());
+        }
+        Some(r)
+    } else {
+        None
+    };
+    let own_set = LabelSet::from_canonical(&own);
+
+    // ---- decide ----
+    let grows = !run.labels.has_all(own_set);
+    let summary: Cow<'_, Summary> = if grows {
+        Cow::Owned(run.labels.summary.with(own_set, &run.scope))
+    } else {
+        Cow::Borrowed(&run.labels.summary)
+    };
+    let verdict = if kind.is_judged() {
+        Some(judge(&run, &run_id, owner, tool, tool_entry.as_ref(), &summary, row.get::<Jsonb>(c.args)?)?)
+    } else {
+        None
+    };
+    if let Some(v) = &verdict {
+        if kind == Kind::ToolCalled && v.decision != Decision::Allow {
+            return Err(v
+                .refusal(
+                    &run_id.to_string(),
+                    &run.scope,
+                    tool,
+                    tool_entry.as_ref().and_then(|t| t.effect),
+                    summary.origins(),
+                )
+                .into());
+        }
+    }
+
+    // ---- write ----
+    // Labels accumulate: the run now carries what this step brought.
+    if grows {
+        let carried = run.labels.set().union(own_set);
+        as_owner(owner, || {
+            with_spi(|spi| {
+                GROW_LABELS.execute(
+                    spi,
+                    &[pg_sys::UUIDOID, labelset_type(&row, c.labels)],
+                    &[Some(run_id.datum()), Some(labelset_datum(&carried)?)],
+                    false,
+                    0,
+                )
+                .map(|rows| rows.len())
+            })
+        })?;
+    }
+    // The id, taken under the run's lock: ids follow the order in which a run's steps were
+    // decided.
+    let id = catalog::next_id(namespace, c"steps_id_seq")?;
+    let mut changes: Vec<(i32, Option<Datum>)> = vec![
+        (c.id, Some(Datum::from(id))),
+        (c.actor, Some(crate::pg::datum::text_datum(&actor)?)),
+    ];
+    if let Cow::Owned(body) = &own {
+        changes.push((c.labels, Some(labelset_datum(body)?)));
+    }
+    let crossings_used: &[i64] = match (&verdict, &read) {
+        (Some(v), _) => &v.crossings,
+        (None, Some(r)) => &r.outcome.crossings,
+        _ => &[],
+    };
+    if !crossings_used.is_empty() {
+        changes.push((c.crossings, Some(crate::pg::datum::int8_array_datum(crossings_used))));
+    }
+    if let Some(r) = &read {
+        changes.push((c.share, Some(Datum::from(r.outcome.share))));
+        changes.push((c.origin_run, Some(r.origin_run.datum())));
+        changes.push((c.digest, Some(crate::pg::datum::text_datum(&r.digest)?)));
+    }
+    if let Some(v) = &verdict {
+        changes.push((c.decision, Some(crate::pg::datum::text_datum(v.decision.name())?)));
+        changes.push((c.rule, v.rule.map(|r| crate::pg::datum::text_datum(r.name())).transpose()?));
+        changes.push((c.reason, v.reason.as_deref().map(crate::pg::datum::text_datum).transpose()?));
+        if kind == Kind::ToolCalled {
+            changes.push((c.request, v.approval.map(Datum::from)));
+        }
+    }
+    Ok(row.modified(&changes))
+}
+
+/// The type OID of the labels column (the extension's `labelset`).
+fn labelset_type(row: &Tuple<'_>, col: i32) -> pg_sys::Oid {
+    row.type_of(col)
+}
+
+/// Judge a tool call or gate decision: the core decides; the crossings and the approval are
+/// looked up only if it asks.
+#[allow(clippy::too_many_arguments)]
+fn judge(
+    run: &LockedRun,
+    run_id: &Uuid,
+    owner: pg_sys::Oid,
+    tool: Option<&str>,
+    entry: Option<&catalog::Tool>,
+    summary: &Summary,
+    args: Option<Jsonb>,
+) -> Result<Verdict> {
+    let facts = entry.and_then(|t| t.effect).map(|effect| ToolFacts { effect });
+    let cover = |escaping: LabelSet<'_>| -> Result<std::result::Result<Vec<i64>, Vec<u8>>> {
+        let active: Vec<Owned> = active_into(owner, &run.scope)?;
+        let views: Vec<_> = active.iter().map(Owned::view).collect();
+        Ok(crossing::cover_each(escaping, &run.scope, &views))
+    };
+    let approval = || -> Result<Option<i64>> {
+        let tool_d = tool.map(crate::pg::datum::text_datum).transpose()?;
+        as_owner(owner, || {
+            with_spi(|spi| {
+                let rows = FIND_APPROVAL.execute(
+                    spi,
+                    &[pg_sys::UUIDOID, pg_sys::TEXTOID, pg_sys::JSONBOID],
+                    &[Some(run_id.datum()), tool_d, args.map(|a| a.0)],
+                    false,
+                    1,
+                )?;
+                rows.get::<i64>(0, 1)
+            })
+        })
+    };
+    barrier::judge(
+        &run.scope,
+        summary.escaping(),
+        summary.origins(),
+        tool,
+        facts,
+        cover,
+        approval,
+    )
+}
