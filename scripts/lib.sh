@@ -7,7 +7,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGBIN=/usr/lib/postgresql/15/bin
 PG_CONFIG=$PGBIN/pg_config
 PGRX_VERSION=0.18.1
-PACKAGES=(postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo pkg-config bc)
+PACKAGES=(postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo pkg-config bc graphviz)
 
 log() { printf '\n==> %s\n' "$*" >&2; }
 

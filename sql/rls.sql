@@ -70,10 +70,21 @@ BEGIN
         IF NOT EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polpermissive) THEN
             EXECUTE format('CREATE POLICY pg_labels_permit ON %s USING (true) WITH CHECK (true)', part);
         END IF;
+        -- fail closed: DROP EXTENSION ... CASCADE drops pg_labels_visible (it calls visible())
+        -- and may drop the labels column; this guard stays and then lets nothing through, until
+        -- protect() is run again
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polname = 'pg_labels_guard') THEN
+            EXECUTE format($g$CREATE POLICY pg_labels_guard ON %s AS RESTRICTIVE
+                USING (EXISTS (SELECT FROM pg_catalog.pg_policy p
+                                WHERE p.polrelid = %L::pg_catalog.regclass AND p.polname = 'pg_labels_visible'))
+                WITH CHECK (EXISTS (SELECT FROM pg_catalog.pg_policy p
+                                     WHERE p.polrelid = %L::pg_catalog.regclass AND p.polname = 'pg_labels_visible'))$g$,
+                part, part::text, part::text);
+        END IF;
     END LOOP;
 END $$;
 COMMENT ON FUNCTION pg_labels.protect(regclass, name) IS
-    'Enables and forces row-level security on a table (and its partitions and children) with a policy on visible(col), for reads and writes';
+    'Enables and forces row-level security on a table (and its partitions and children) with a policy on visible(col), for reads and writes; a guard policy keeps the table closed if the extension is dropped';
 
 -- The platform tables: an analyst sees the runs, steps, artifacts and shares the entered scope
 -- can carry (a step only with its run, a share only with its artifact); nothing when no scope

@@ -171,6 +171,14 @@ impl Refusal {
     }
 }
 
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 fn text(body: &[u8]) -> String {
     LabelSet::from_canonical(body).to_text_capped(LIST_LIMIT)
 }
@@ -394,7 +402,7 @@ pub fn no_run(run: &str, constraint: &'static str) -> Refusal {
 pub fn step_shape(kind: &str, column: &str, message: String, database: bool) -> Refusal {
     if database {
         Refusal::check("steps_written_by_database", message)
-            .detail(format!("Column {column} of a {kind} step is written by the database; leave it out."))
+            .detail(format!("Column {column} of {} {kind} step is written by the database; leave it out.", article(kind)))
     } else {
         Refusal::check("steps_shape_check", message).detail(format!(
             "Each kind of step has a fixed set of columns; see the table of step kinds in the README ({kind})."

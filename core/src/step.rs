@@ -173,10 +173,11 @@ pub struct ShapeError {
 impl std::fmt::Display for ShapeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (k, c) = (self.kind.name(), self.column.name());
+        let a = if k.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
         match (self.fill, self.given) {
-            (Fill::Required, false) => write!(f, "a {k} step needs {c}"),
-            (Fill::Database, _) => write!(f, "{c} of a {k} step is written by the database"),
-            _ => write!(f, "a {k} step does not carry {c}"),
+            (Fill::Required, false) => write!(f, "{a} {k} step needs {c}"),
+            (Fill::Database, _) => write!(f, "{c} of {a} {k} step is written by the database"),
+            _ => write!(f, "{a} {k} step does not carry {c}"),
         }
     }
 }
