@@ -12,6 +12,8 @@ INSERT INTO pg_labels.runs (id, scope) SELECT md5(i::text)::uuid, 'acme/platform
 
 CREATE SCHEMA bench_plain;
 CREATE TABLE bench_plain.steps (LIKE pg_labels.steps INCLUDING ALL);
+-- pg_labels takes a step's id from its sequence in the trigger; the plain table from an identity
+ALTER TABLE bench_plain.steps ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY;
 
 CREATE SCHEMA bench_plpgsql;
 CREATE TABLE bench_plpgsql.tools (

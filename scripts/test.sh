@@ -17,7 +17,6 @@ declare -A REGRESS=(
     [publication]="publication"
     [rls]="rls provenance"
     [security]="hostile_triggers hardening"
-    [docs]="docs"
 )
 ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump)
 
@@ -87,15 +86,16 @@ PG_EXTRA_OPTS="-c track_commit_timestamp=on" start_cluster
 export PG_LABELS_SCRATCH=$CLUSTER_DIR
 
 # Run a pg_regress-style driver: $1 the driver (under pgxs/src/test), $2 the directory under
-# tests/ with its sql or specs and expected outputs, then the tests (or --schedule=...).
+# tests/ with its sql or specs and expected outputs, $3 the database, then the tests (or
+# --schedule=...).
 run_driver() {
-    local driver=$1 dir=$2 out
-    shift 2
+    local driver=$1 dir=$2 db=$3 out
+    shift 3
     out=$(mktemp -d "/tmp/pg_labels_$dir.XXXXXX")
     mkdir -p "$out/results"
     if "$($PG_CONFIG --pkglibdir)/pgxs/src/test/$driver" \
             --bindir="$PGBIN" --host="$PGHOST" --port="$PGPORT" --user=postgres \
-            --dbname="pg_labels_$dir" --load-extension=pg_labels \
+            --dbname="$db" --load-extension=pg_labels \
             --inputdir="$ROOT/tests/$dir" --outputdir="$out" "$@"; then
         rm -rf "$out"
         return 0
@@ -105,30 +105,31 @@ run_driver() {
     return 1
 }
 
-# The SQL blocks of the README and demo/, extracted into a pg_regress file (never copied).
-prepare_docs() {
-    python3 "$ROOT/tests/docs/extract.py" "$ROOT" >"$ROOT/tests/pg_regress/sql/docs.sql"
-}
-
+# Each pg_regress file runs in a database of its own (with the extension fresh), so a file's
+# output does not depend on which files ran before it: a suite or one file reproduces the full
+# run. The schedule lists them all, in order.
 regress=()
-for s in "${suites[@]}"; do
-    [ -n "${REGRESS[$s]:-}" ] && regress+=(${REGRESS[$s]})
+if [ $# -eq 0 ]; then
+    regress=($(awk '$1 == "test:" { for (i = 2; i <= NF; i++) print $i }' "$ROOT/tests/pg_regress/schedule"))
+else
+    for s in "${suites[@]}"; do
+        [ -n "${REGRESS[$s]:-}" ] && regress+=(${REGRESS[$s]})
+    done
+    regress+=("${files[@]}")
+fi
+for t in "${regress[@]}"; do
+    log "pg_regress: $t"
+    set +e; run_driver regress/pg_regress pg_regress "pg_labels_$t" "$t"; result "pg_regress $t" $?; set -e
 done
-regress+=("${files[@]}")
-if [ ${#regress[@]} -gt 0 ]; then
-    [[ " ${regress[*]} " == *" docs "* ]] && prepare_docs
-    log "pg_regress: ${regress[*]}"
-    if [ $# -eq 0 ]; then
-        set +e; run_driver regress/pg_regress pg_regress --schedule="$ROOT/tests/pg_regress/schedule"; st=$?; set -e
-    else
-        set +e; run_driver regress/pg_regress pg_regress "${regress[@]}"; st=$?; set -e
-    fi
-    result "pg_regress" $st
+
+if wants docs; then
+    log "docs: every SQL block of README.md and demo/, as the role it names"
+    set +e; PSQL="$PGBIN/psql" python3 "$ROOT/tests/docs/run.py" "$ROOT" ${DOCS_ACCEPT:+--accept}; result docs $?; set -e
 fi
 
 if wants isolation; then
     log "isolation (concurrent sessions)"
-    set +e; run_driver isolation/pg_isolation_regress isolation --schedule="$ROOT/tests/isolation/schedule"; result isolation $?; set -e
+    set +e; run_driver isolation/pg_isolation_regress isolation pg_labels_isolation --schedule="$ROOT/tests/isolation/schedule"; result isolation $?; set -e
 fi
 
 if wants concurrency; then

@@ -7,6 +7,7 @@
 //! when the decision needs them.
 
 use crate::crossing::{self, Crossing, Owned};
+use crate::label;
 use crate::labelset::{self, LabelSet};
 use crate::refusal::{self, Refusal, LIST_LIMIT};
 use crate::rules::{Decision, Effect, Rule};
@@ -161,13 +162,15 @@ pub fn judge<E>(
     if origins.is_empty() {
         return Ok(v);
     }
-    let from = origins.to_text_capped(LIST_LIMIT);
+    // (the origins are listed only when a rule speaks: a run may carry 100,000 of them)
+    let from = || origins.to_text_capped(LIST_LIMIT);
     if facts.effect.is_irreversible() {
         v.decision = Decision::Block;
         v.rule = Some(Rule::UntrustedToIrreversible);
         v.reason = Some(format!(
-            "{} tool {tool_name} on data from {from}",
-            facts.effect.name()
+            "{} tool {tool_name} on data from {}",
+            facts.effect.name(),
+            from()
         ));
         return Ok(v);
     }
@@ -177,13 +180,15 @@ pub fn judge<E>(
             Some(request) => {
                 v.approval = Some(request);
                 v.reason = Some(format!(
-                    "reversible write {tool_name} on data from {from}, approved (request {request})"
+                    "reversible write {tool_name} on data from {}, approved (request {request})",
+                    from()
                 ));
             }
             None => {
                 v.decision = Decision::Ask;
                 v.reason = Some(format!(
-                    "reversible write {tool_name} on data from {from} needs a person's approval of this call"
+                    "reversible write {tool_name} on data from {} needs a person's approval of this call",
+                    from()
                 ));
             }
         }
@@ -310,7 +315,7 @@ pub fn open_run(o: &Opening<'_>) -> Result<Opened, Refusal> {
     if path.is_empty() {
         return Err(refusal::run_in_installation(o.run));
     }
-    let own = labelset::from_entries(vec![scope::label_entry(path)]);
+    let own = labelset::from_entries(vec![label::of_scope(path)]);
     let initial = o.labels.union(LabelSet::from_canonical(&own));
     let escaping = LabelSet::from_canonical(&initial).escaping(path);
     if !escaping.is_empty() {

@@ -80,6 +80,22 @@ impl<'a> Label<'a> {
     }
 }
 
+/// The label naming the data of a scope (its path): `installation`, `company:acme`,
+/// `area:acme/platform`.
+pub fn of_scope(path: &[u8]) -> Vec<u8> {
+    let kind = if path.is_empty() {
+        INSTALLATION
+    } else if !path.contains(&SEP) {
+        COMPANY
+    } else {
+        AREA
+    };
+    let mut e = Vec::with_capacity(path.len() + 1);
+    e.push(kind);
+    e.extend_from_slice(path);
+    e
+}
+
 /// Parse the label `text[start..end]` and append its entry to `out`. Error positions are in
 /// `text`.
 pub(crate) fn parse_into(
@@ -236,7 +252,7 @@ mod tests {
         let e = parse(b"origin:slack").unwrap();
         assert_eq!(Label(&e).scope(), None);
         assert_eq!(
-            scope::label_entry(&scope::parse(b"acme").unwrap()),
+            of_scope(&scope::parse(b"acme").unwrap()),
             parse(b"company:acme").unwrap()
         );
     }

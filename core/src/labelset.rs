@@ -237,7 +237,7 @@ impl<'a> LabelSet<'a> {
             }
             l.write_text(&mut out);
         }
-        let more = it.count();
+        let more = it.rest.iter().filter(|&&b| b == 0).count();
         if more > 0 {
             out.extend_from_slice(format!(",... and {more} more").as_bytes());
         }

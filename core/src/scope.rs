@@ -85,19 +85,6 @@ pub fn to_text(p: &[u8]) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The label naming the data of a scope: `installation`, `company:acme`, `area:acme/platform`.
-pub fn label_entry(p: &[u8]) -> Vec<u8> {
-    let kind = match depth(p) {
-        0 => crate::label::INSTALLATION,
-        1 => crate::label::COMPANY,
-        _ => crate::label::AREA,
-    };
-    let mut e = Vec::with_capacity(p.len() + 1);
-    e.push(kind);
-    e.extend_from_slice(p);
-    e
-}
-
 /// An exclusive upper bound of the subtree of `p` (`None` for the installation, whose subtree
 /// is everything): every valid path `q` with `p <= q < upper` is in the subtree of `p`, and no
 /// other. It is `p` followed by `-`, the least segment character, which sorts after [`SEP`].

@@ -260,7 +260,7 @@ proptest! {
             prop_assert!(!scope::reaches(&p, l.scope().unwrap()));
         }
         // a run's own scope label is always carried by its scope, and by nothing narrower
-        let own = labelset::from_entries(vec![scope::label_entry(&p)]);
+        let own = labelset::from_entries(vec![label::of_scope(&p)]);
         prop_assert!(LabelSet::from_body(&own).unwrap().carried_by(&p));
         prop_assert_eq!(LabelSet::from_body(&own).unwrap().scope(), Some(&p[..]));
     }

@@ -15,7 +15,7 @@
 //! holds a `SHARE` lock on `pg_labels.tools` until it commits: a change to the catalog waits for
 //! the decisions in flight, and a decision waiting for a change sees it.
 
-use crate::pg::datum::Uuid;
+use crate::pg::datum::{Timestamp, Uuid};
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
 use crate::pg::fmgr::external_id;
 use crate::pg::heap::{RowLock, Table};
@@ -275,5 +275,18 @@ pub fn next_id(namespace: Oid, sequence: &CStr) -> Result<i64> {
         };
         Ok(d.value() as i64)
     })
+}
+
+
+/// The time a step is written at: the transaction's start (what `now()`, the column's default,
+/// gives). The time partitions the trail, so it is the database's, never the writer's.
+pub fn trail_time() -> Timestamp {
+    // SAFETY: reads the transaction's start time.
+    Timestamp(unsafe { pg_sys::GetCurrentTransactionStartTimestamp() })
+}
+
+/// Refuse a writer's value for the trail's id, time or writer.
+pub fn refuse_given(table: &'static str, column: &str, why: &str) -> Error {
+    pg_labels_core::refusal::written_by_database(table, column, why).into()
 }
 

@@ -10,7 +10,7 @@ use crate::pg::fmgr::Call;
 use crate::pg::spi::current_user_name;
 use crate::pg::trigger::{col, not_null, Columns, Op, Spec, Timing, Trigger};
 use crate::platform::catalog;
-use crate::platform::steps::{refuse_given, trail_time};
+use crate::platform::catalog::{refuse_given, trail_time};
 use crate::sql_function;
 use pg_labels_core::flow::{self, Analysis, DeclError, Path, StepDecl, ToolInfo};
 use pg_labels_core::refusal;

@@ -14,7 +14,7 @@ use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
 use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
 use crate::platform::catalog;
 use crate::platform::crossings::active_into;
-use crate::platform::steps::{refuse_given, trail_time};
+use crate::platform::catalog::{refuse_given, trail_time};
 use crate::sql_function;
 use crate::types::datum::{labelset_datum, scope_datum, LabelSetBuf, ScopeBuf};
 use pg_labels_core::barrier::{self, ArtifactFacts, ReadOutcome, ShareFacts};

@@ -15,7 +15,7 @@ use crate::pg::error::{Error, Result};
 use crate::pg::fmgr::Call;
 use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
 use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger, Tuple};
-use crate::platform::catalog::{self, LockedRun};
+use crate::platform::catalog::{self, refuse_given, trail_time, LockedRun};
 use crate::platform::crossings::active_into;
 use crate::platform::sharing;
 use crate::platform::state::DECIDING;
@@ -136,18 +136,6 @@ static FIND_APPROVAL: SavedPlan = SavedPlan::new(
        ORDER BY req.id
        LIMIT 1",
 );
-
-/// The time a step is written at: the transaction's start (what `now()`, the column's default,
-/// gives). The time partitions the trail, so it is the database's, never the writer's.
-pub fn trail_time() -> Timestamp {
-    // SAFETY: reads the transaction's start time.
-    Timestamp(unsafe { pg_sys::GetCurrentTransactionStartTimestamp() })
-}
-
-/// Refuse a writer's value for the trail's id, time or writer.
-pub fn refuse_given(table: &'static str, column: &str, why: &str) -> Error {
-    refusal::written_by_database(table, column, why).into()
-}
 
 sql_function! {
     /// BEFORE INSERT FOR EACH ROW on pg_labels.steps.

@@ -201,7 +201,7 @@ sql_function! {
 
     /// `labelset(scope)`: the set holding the scope's own label.
     fn pgl_scope_labels(call) {
-        let entry = scope::label_entry(call.scope(0)?);
+        let entry = pg_labels_core::label::of_scope(call.scope(0)?);
         labelset_datum(&labelset::from_entries(vec![entry]))
     }
 }

@@ -96,7 +96,7 @@ sql_function! {
 
     /// `scope_label(scope) → text`: the label naming the scope's data.
     fn pgl_scope_label(call) {
-        let entry = scope::label_entry(call.scope(0)?);
+        let entry = pg_labels_core::label::of_scope(call.scope(0)?);
         let mut out = Vec::new();
         Label(&entry).write_text(&mut out);
         ret_bytes(&out)

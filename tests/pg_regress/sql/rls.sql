@@ -219,8 +219,16 @@ UPDATE regress_rls.docs SET labels = labels || '{company:globex}' WHERE id = 500
 ROLLBACK TO SAVEPOINT w;
 UPDATE regress_rls.docs SET body = 'edited' WHERE id IN (1, 2) RETURNING id, body;
 -- the GIN index serves the analyst's query under the policy
+-- (the plan names the protected table's OID in the guard's condition: shown as <oid>)
+CREATE FUNCTION pg_temp.plan(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE l text;
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+    RETURN NEXT regexp_replace(l, '''\d+''::oid', '''<oid>''::oid', 'g');
+  END LOOP;
+END $$;
 SET LOCAL enable_seqscan = off;
-EXPLAIN (COSTS OFF) SELECT id FROM regress_rls.docs WHERE labels @> '{tag:pii}';
+SELECT * FROM pg_temp.plan($$SELECT id FROM regress_rls.docs WHERE labels @> '{tag:pii}'$$);
 SELECT count(*) AS pii_rows FROM regress_rls.docs WHERE labels @> '{tag:pii}';
 ROLLBACK;
 

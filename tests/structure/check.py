@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""The structure the code promises (ARCHITECTURE.md), checked:
+
+- the extension's layers depend one way: pg <- types <- platform <- access (a module may use
+  its own layer and those below, never one above);
+- no module cycles, in the extension or in the core;
+- the core has no pgrx and forbids unsafe code;
+- no SQLSTATE literal outside core/src/sqlstate.rs;
+- every `unsafe fn` in src/ documents its contract in a `# Safety` section.
+
+Exit status 1 with the findings when something does not hold.
+"""
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LAYERS = ["pg", "types", "platform", "access"]
+
+findings = []
+
+
+def rust_files(base):
+    for d, _, files in os.walk(base):
+        for f in sorted(files):
+            if f.endswith(".rs"):
+                yield os.path.join(d, f)
+
+
+def module_of(path, base):
+    rel = os.path.relpath(path, base)[:-3]
+    parts = rel.split(os.sep)
+    if parts[-1] in ("mod", "lib"):
+        parts = parts[:-1]
+    return "::".join(parts)
+
+
+def strip_comments(text):
+    text = re.sub(r"//[^\n]*", "", text)
+    return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+
+
+def references(text, known):
+    """The modules of `known` a file refers to through `crate::...` paths (uses and calls)."""
+    refs = set()
+    for m in re.finditer(r"crate((?:::[a-z_][a-z0-9_]*)+)", text):
+        path = m.group(1).strip(":").split("::")
+        # the longest prefix that is a known module
+        for n in range(len(path), 0, -1):
+            cand = "::".join(path[:n])
+            if cand in known:
+                refs.add(cand)
+                break
+    # `use crate::{a, b}` groups
+    for m in re.finditer(r"use crate::\{([^}]*)\}", text):
+        for item in m.group(1).split(","):
+            name = item.strip().split("::")[0].split(" ")[0]
+            if name in known:
+                refs.add(name)
+    return refs
+
+
+def graph(base):
+    files = {module_of(p, base): p for p in rust_files(base)}
+    known = set(files)
+    g = {}
+    for mod, path in files.items():
+        text = strip_comments(open(path, encoding="utf-8").read())
+        g[mod] = {r for r in references(text, known) if r != mod and not mod.startswith(r + "::")}
+        # a parent module's `pub mod x;` is not a dependency on x
+        g[mod] = {r for r in g[mod] if not r.startswith(mod + "::")} if mod else g[mod]
+    return g, files
+
+
+def cycles(g):
+    found = []
+    color = {}
+
+    def visit(n, stack):
+        color[n] = 1
+        stack.append(n)
+        for m in sorted(g.get(n, ())):
+            if color.get(m) == 1:
+                found.append(stack[stack.index(m):] + [m])
+            elif color.get(m) is None:
+                visit(m, stack)
+        stack.pop()
+        color[n] = 2
+
+    for n in sorted(g):
+        if color.get(n) is None:
+            visit(n, [])
+    return found
+
+
+def layer(mod):
+    top = mod.split("::")[0]
+    return LAYERS.index(top) if top in LAYERS else None
+
+
+# the extension
+src = os.path.join(ROOT, "src")
+g, files = graph(src)
+for mod, deps in sorted(g.items()):
+    lm = layer(mod)
+    if lm is None:
+        continue
+    for d in sorted(deps):
+        ld = layer(d)
+        if ld is not None and ld > lm:
+            findings.append(f"src: {mod} ({LAYERS[lm]}) uses {d} ({LAYERS[ld]}), a layer above it")
+for c in cycles({m: {d for d in ds if d} for m, ds in g.items() if m}):
+    findings.append("src: module cycle " + " -> ".join(c))
+
+# the core
+core = os.path.join(ROOT, "core", "src")
+cg, cfiles = graph(core)
+for c in cycles({m: ds for m, ds in cg.items() if m}):
+    findings.append("core: module cycle " + " -> ".join(c))
+lib = open(os.path.join(core, "lib.rs"), encoding="utf-8").read()
+if "#![forbid(unsafe_code)]" not in lib:
+    findings.append("core: lib.rs does not forbid unsafe code")
+for path in rust_files(core):
+    text = open(path, encoding="utf-8").read()
+    if re.search(r"\bpgrx\b", strip_comments(text)):
+        findings.append(f"core: {os.path.relpath(path, ROOT)} uses pgrx")
+cargo = open(os.path.join(ROOT, "core", "Cargo.toml"), encoding="utf-8").read()
+if "pgrx" in cargo:
+    findings.append("core: Cargo.toml depends on pgrx")
+
+# SQLSTATE literals: five-character codes as byte strings, anywhere but core/src/sqlstate.rs
+sqlstate_home = os.path.join(core, "sqlstate.rs")
+for base in (src, core):
+    for path in rust_files(base):
+        if path == sqlstate_home:
+            continue
+        text = strip_comments(open(path, encoding="utf-8").read())
+        for m in re.finditer(r'\*b"([0-9A-Z]{5})"', text):
+            findings.append(f"{os.path.relpath(path, ROOT)}: SQLSTATE literal {m.group(1)} outside core/src/sqlstate.rs")
+
+# every unsafe fn of the extension says what its caller must guarantee
+for path in rust_files(src):
+    lines = open(path, encoding="utf-8").read().split("\n")
+    for i, line in enumerate(lines):
+        if re.match(r"\s*(pub(\([a-z]+\))? )?unsafe fn ", line) or re.match(
+            r"\s*pub(\([a-z]+\))? unsafe extern", line
+        ):
+            if "extern" in line and "{" in line and "fn" not in line:
+                continue
+            j = i - 1
+            doc = []
+            while j >= 0 and (lines[j].strip().startswith("///") or lines[j].strip().startswith("#[")):
+                doc.append(lines[j])
+                j -= 1
+            if "unsafe fn read(d: Datum)" in line:
+                continue  # trait method: the trait documents it
+            if not any("# Safety" in d for d in doc):
+                findings.append(f"{os.path.relpath(path, ROOT)}:{i + 1}: unsafe fn without a # Safety section")
+
+if findings:
+    print("\n".join(findings))
+    print(f"structure: {len(findings)} findings")
+    sys.exit(1)
+print(f"structure: ok ({len(g)} extension modules in {len(LAYERS)} layers, {len(cg)} core modules, no cycles)")
