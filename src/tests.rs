@@ -7,6 +7,7 @@ use pgrx::prelude::*;
 /// pointer, no copy is made.
 #[pg_test]
 fn short_varlena_is_read_in_place() {
+    // SAFETY: buf is a valid 1-byte-header varlena for the whole block.
     unsafe {
         // 'acme' as a 1-byte-header varlena: header, version byte, path
         let mut buf: [u8; 6] = [0, crate::types::datum::FORMAT_VERSION, b'a', b'c', b'm', b'e'];

@@ -195,9 +195,9 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
-        any::<i32>().prop_map(|n| Value::from(n)),
+        any::<i32>().prop_map(Value::from),
         prop::sample::select(vec!["a", "b", "source:slack", "source:nope", "", "t"])
-            .prop_map(|s| Value::from(s)),
+            .prop_map(Value::from),
     ];
     leaf.prop_recursive(4, 32, 6, |inner| {
         prop_oneof![

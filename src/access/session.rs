@@ -156,6 +156,8 @@ unsafe extern "C-unwind" fn process_utility(
     dest: *mut pg_sys::DestReceiver,
     qc: *mut pg_sys::QueryCompletion,
 ) {
+    // SAFETY: PostgreSQL calls the hook with a valid statement; the previous hook (or the
+    // standard one) gets the arguments unchanged; the state is touched only after it returns.
     unsafe {
         let node = (*pstmt).utilityStmt;
         let discard_all = !node.is_null()

@@ -117,7 +117,7 @@ fn root_of(rel: &pg_sys::RelationData) -> Oid {
         if list.is_null() || (*list).length == 0 {
             rel.rd_id
         } else {
-            Oid::from((*(*list).elements.add((*list).length as usize - 1)).oid_value)
+            (*(*list).elements.add((*list).length as usize - 1)).oid_value
         }
     };
     ROOTS.with(|v| {
