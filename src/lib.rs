@@ -27,25 +27,15 @@ pub extern "C-unwind" fn _PG_init() {
 // The whole SQL surface is written by hand, grouped by kind, in these files.
 ::pgrx::extension_sql_file!("../sql/types.sql", name = "types", bootstrap);
 ::pgrx::extension_sql_file!(
-    "../sql/platform.sql",
-    name = "platform",
+    "../sql/functions.sql",
+    name = "functions",
     requires = ["types"]
 );
+::pgrx::extension_sql_file!("../sql/schema.sql", name = "schema", requires = ["functions"]);
 ::pgrx::extension_sql_file!(
-    "../sql/sharing.sql",
-    name = "sharing",
-    requires = ["platform"]
-);
-::pgrx::extension_sql_file!(
-    "../sql/publication.sql",
-    name = "publication",
-    requires = ["sharing"]
-);
-::pgrx::extension_sql_file!("../sql/rls.sql", name = "rls", requires = ["publication"]);
-::pgrx::extension_sql_file!(
-    "../sql/provenance.sql",
-    name = "provenance",
-    requires = ["rls"],
+    "../sql/finish.sql",
+    name = "finish",
+    requires = ["schema"],
     finalize
 );
 

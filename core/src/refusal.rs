@@ -73,7 +73,7 @@ pub struct CheckSpec {
 }
 
 /// The checks, by the constraint name each refusal carries.
-pub const CHECKS: [CheckSpec; 19] = [
+pub const CHECKS: [CheckSpec; 20] = [
     check("steps_run_id_fkey", sqlstate::FOREIGN_KEY_VIOLATION, "steps"),
     check("steps_artifact_id_fkey", sqlstate::FOREIGN_KEY_VIOLATION, "steps"),
     check("artifacts_origin_run_fkey", sqlstate::FOREIGN_KEY_VIOLATION, "artifacts"),
@@ -92,7 +92,8 @@ pub const CHECKS: [CheckSpec; 19] = [
     check("agent_versions_version_check", sqlstate::CHECK_VIOLATION, "agent_versions"),
     check("crossings_reason_check", sqlstate::CHECK_VIOLATION, "crossings"),
     check("crossings_guard", sqlstate::INSUFFICIENT_PRIVILEGE, "crossings"),
-    check("steps_one_decision_idx", sqlstate::UNIQUE_VIOLATION, "steps"),
+    check("steps_one_decision", sqlstate::UNIQUE_VIOLATION, "steps"),
+    check("pg_labels_trail", sqlstate::DEPENDENT_OBJECTS_STILL_EXIST, "steps"),
 ];
 
 const fn check(constraint: &'static str, sqlstate: SqlState, table: &'static str) -> CheckSpec {
@@ -481,7 +482,7 @@ pub fn no_request(request: i64) -> Refusal {
 /// A request decided twice.
 pub fn already_decided(request: i64) -> Refusal {
     Refusal::check(
-        "steps_one_decision_idx",
+        "steps_one_decision",
         format!("approval_required: approval request {request} was already decided"),
     )
 }
@@ -679,6 +680,26 @@ pub fn crossing_already_revoked(id: i64, at: &str, by: &str) -> Refusal {
         format!("crossing {id} was already revoked"),
     )
     .detail(format!("Revoked at {at} by {by}."))
+}
+
+// ------------------------------------------------------------------------------------------
+// Dropping the extension
+// ------------------------------------------------------------------------------------------
+
+/// `DROP EXTENSION pg_labels` while the trail holds rows: (table, rows) of each that does.
+pub fn drop_refused(held: &[(&str, i64)]) -> Refusal {
+    let what: Vec<String> = held.iter().map(|(t, n)| format!("{n} in pg_labels.{t}")).collect();
+    Refusal::check(
+        "pg_labels_trail",
+        "cannot drop extension pg_labels while the trail holds rows".into(),
+    )
+    .detail(format!("The trail holds {}.", what.join(", ")))
+    .hint(
+        "Dropping the extension would destroy the trail (with CASCADE as well). To remove pg_labels on purpose: \
+         back it up (pg_dump), then drop the platform's tables yourself (DROP TABLE pg_labels.steps, \
+         pg_labels.shares, pg_labels.artifacts, pg_labels.runs, pg_labels.crossings, pg_labels.agent_versions, \
+         pg_labels.listeners, pg_labels.grants, pg_labels.tools CASCADE), then DROP EXTENSION pg_labels.",
+    )
 }
 
 // ------------------------------------------------------------------------------------------

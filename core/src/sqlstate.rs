@@ -35,6 +35,7 @@ pub const TRIGGER_PROTOCOL_VIOLATED: SqlState = *b"39P01";
 pub const PROGRAM_LIMIT_EXCEEDED: SqlState = *b"54000";
 pub const NOT_IN_PREREQUISITE_STATE: SqlState = *b"55000";
 pub const OBJECT_IN_USE: SqlState = *b"55006";
+pub const DEPENDENT_OBJECTS_STILL_EXIST: SqlState = *b"2BP01";
 pub const FEATURE_NOT_SUPPORTED: SqlState = *b"0A000";
 pub const DATA_CORRUPTED: SqlState = *b"XX001";
 

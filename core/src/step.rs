@@ -248,3 +248,49 @@ mod tests {
         }
     }
 }
+
+/// Months in the trail's ring of partitions (`steps.slot`).
+pub const RING_MONTHS: i64 = 24;
+
+/// The ring slot of a step made at `micros` (PostgreSQL's microseconds since
+/// 2000-01-01 00:00 UTC): its month (UTC) modulo [`RING_MONTHS`], as
+/// `pg_labels.trail_slot()` computes it.
+pub fn trail_slot(micros: i64) -> i16 {
+    let (y, m) = year_month(micros);
+    ((y * 12 + m - 1).rem_euclid(RING_MONTHS)) as i16
+}
+
+/// The UTC year and month (1-12) of a PostgreSQL timestamp.
+pub fn year_month(micros: i64) -> (i64, i64) {
+    const DAY: i64 = 86_400_000_000;
+    // days since 1970-01-01 (2000-01-01 is day 10957), then H. Hinnant's civil_from_days
+    let z = micros.div_euclid(DAY) + 10_957 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    (y, m)
+}
+
+#[cfg(test)]
+mod ring_tests {
+    use super::*;
+
+    #[test]
+    fn slots() {
+        const DAY: i64 = 86_400_000_000;
+        assert_eq!(year_month(0), (2000, 1));
+        assert_eq!(year_month(31 * DAY - 1), (2000, 1));
+        assert_eq!(year_month(31 * DAY), (2000, 2));
+        assert_eq!(year_month(-1), (1999, 12));
+        // 2026-12-03: 9833 days after 2000-01-01
+        assert_eq!(year_month(9833 * DAY), (2026, 12));
+        assert_eq!(trail_slot(9833 * DAY), ((2026 * 12 + 11) % 24) as i16);
+        // 2000-01 is slot (2000 * 12) % 24 = 0, and slots cycle every 24 months
+        assert_eq!(trail_slot(0), 0);
+        assert_eq!(trail_slot(31 * DAY), 1);
+    }
+}

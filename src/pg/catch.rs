@@ -23,6 +23,19 @@ unsafe extern "C-unwind" {
         read_only: bool,
         tcount: c_long,
     ) -> c_int;
+    #[link_name = "SPI_execute"]
+    pub fn spi_execute(src: *const c_char, read_only: bool, tcount: c_long) -> c_int;
+    #[link_name = "SPI_execute_snapshot"]
+    pub fn spi_execute_snapshot(
+        plan: pg_sys::SPIPlanPtr,
+        values: *mut Datum,
+        nulls: *const c_char,
+        snapshot: pg_sys::Snapshot,
+        crosscheck_snapshot: pg_sys::Snapshot,
+        read_only: bool,
+        fire_triggers: bool,
+        tcount: c_long,
+    ) -> c_int;
 }
 
 /// Run `f`, catching a PostgreSQL ERROR raised inside it as an [`Error`].

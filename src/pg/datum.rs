@@ -81,6 +81,16 @@ impl FromDatum<'_> for i32 {
     }
 }
 
+impl FromDatum<'_> for i16 {
+    const NAME: &'static str = "smallint";
+    fn accepts(oid: Oid) -> bool {
+        oid == pg_sys::INT2OID
+    }
+    unsafe fn read(d: Datum) -> Result<Self> {
+        Ok(d.value() as i16)
+    }
+}
+
 impl FromDatum<'_> for bool {
     const NAME: &'static str = "boolean";
     fn accepts(oid: Oid) -> bool {

@@ -88,7 +88,37 @@ impl SavedPlan {
                 0,
                 false,
             );
-            let out = self.prepare_and_run(types, args, read_only, limit);
+            let out = self.prepare_and_run(types, args, read_only, limit, false);
+            pg_sys::AtEOXact_GUC(true, nest);
+            out
+        }
+    }
+
+    /// Execute a read-only statement with the latest snapshot rather than the transaction's:
+    /// it sees every row committed before it starts, also in a `REPEATABLE READ` transaction
+    /// (as PostgreSQL's foreign-key checks do). For checks made under a lock that orders the
+    /// writers (a run's row), so that what committed before the lock was granted counts.
+    pub fn execute_latest<'spi>(
+        &self,
+        _spi: &'spi Spi,
+        types: &[Oid],
+        args: &[Option<Datum>],
+        limit: i64,
+    ) -> Result<Rows<'spi>> {
+        // SAFETY: as in execute.
+        unsafe {
+            let nest = pg_sys::NewGUCNestLevel();
+            pg_sys::set_config_option(
+                c"search_path".as_ptr(),
+                c"pg_catalog, pg_temp".as_ptr(),
+                pg_sys::GucContext::PGC_USERSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+                pg_sys::GucAction::GUC_ACTION_SAVE,
+                true,
+                0,
+                false,
+            );
+            let out = self.prepare_and_run(types, args, true, limit, true);
             pg_sys::AtEOXact_GUC(true, nest);
             out
         }
@@ -131,6 +161,7 @@ impl SavedPlan {
         args: &[Option<Datum>],
         read_only: bool,
         limit: i64,
+        latest: bool,
     ) -> Result<Rows<'spi>> {
         if types.len() != args.len() {
             return Err(Error::new(
@@ -149,10 +180,30 @@ impl SavedPlan {
             .collect();
         let (values_ptr, nulls_ptr) = (values.as_mut_ptr(), nulls.as_ptr());
         // An ERROR inside (a trigger of ours refusing, a cancel) comes back whole.
-        // SAFETY: the closure calls one unguarded C function and owns nothing.
+        // SAFETY: the closure calls one unguarded C function and owns nothing; SPI pushes the
+        // latest snapshot (copying it, as PushActiveSnapshot does) for the query, as
+        // PostgreSQL's foreign-key checks do.
         let rc = unsafe {
+            let snapshot = if latest {
+                pg_sys::GetLatestSnapshot()
+            } else {
+                std::ptr::null_mut()
+            };
             crate::pg::catch::catch(|| {
-                crate::pg::catch::spi_execute_plan(plan, values_ptr, nulls_ptr, read_only, limit as _)
+                if latest {
+                    crate::pg::catch::spi_execute_snapshot(
+                        plan,
+                        values_ptr,
+                        nulls_ptr,
+                        snapshot,
+                        std::ptr::null_mut(),
+                        read_only,
+                        false,
+                        limit as _,
+                    )
+                } else {
+                    crate::pg::catch::spi_execute_plan(plan, values_ptr, nulls_ptr, read_only, limit as _)
+                }
             })
         }?;
         if rc < 0 {
@@ -166,6 +217,40 @@ impl SavedPlan {
                 _spi: PhantomData,
             })
         }
+    }
+}
+
+/// Run one statement built at run time (DDL, or a query naming a table found at run time),
+/// under `search_path = pg_catalog, pg_temp` like the saved plans. Only for statements the
+/// extension builds from names it controls (quoted with `quote_ident` where they vary).
+pub fn run<'spi>(_spi: &'spi Spi, sql: &str, read_only: bool) -> Result<Rows<'spi>> {
+    let c = CString::new(sql).map_err(|_| spi_error("build a statement", 0))?;
+    // SAFETY: as in SavedPlan::execute; the closure calls one unguarded C function and owns
+    // nothing (c outlives it).
+    unsafe {
+        let nest = pg_sys::NewGUCNestLevel();
+        pg_sys::set_config_option(
+            c"search_path".as_ptr(),
+            c"pg_catalog, pg_temp".as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
+        let ptr = c.as_ptr();
+        let rc = crate::pg::catch::catch(|| crate::pg::catch::spi_execute(ptr, read_only, 0));
+        pg_sys::AtEOXact_GUC(true, nest);
+        let rc = rc?;
+        if rc < 0 {
+            return Err(spi_error("execute", rc));
+        }
+        Ok(Rows {
+            table: pg_sys::SPI_tuptable,
+            processed: pg_sys::SPI_processed,
+            _spi: PhantomData,
+        })
     }
 }
 
@@ -276,4 +361,16 @@ pub fn role_oid(name: &str) -> Option<Oid> {
 pub fn is_member(member: Oid, role: Oid) -> bool {
     // SAFETY: a catalog lookup on two OIDs.
     unsafe { pg_sys::is_member_of_role_nosuper(member, role) }
+}
+
+/// Is the current user a superuser?
+pub fn is_superuser() -> bool {
+    // SAFETY: a catalog lookup of the current user.
+    unsafe { pg_sys::superuser() }
+}
+
+/// Is the `row_security` setting on (its default)? pg_dump and pg_restore turn it off.
+pub fn row_security_on() -> bool {
+    // SAFETY: reads a GUC variable of this backend.
+    unsafe { pg_sys::row_security }
 }

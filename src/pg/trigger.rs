@@ -163,12 +163,14 @@ impl<'a> Trigger<'a> {
         // one of the function's tables or a partition of one.
         let schema = platform_schema();
         let root = root_of(rel);
+        // SAFETY: get_rel_name returns NULL or a palloc'd cstring.
+        let root_name = unsafe {
+            let p = pg_sys::get_rel_name(root);
+            (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
+        };
+        // a partition is named by its table in messages
+        let name = root_name.clone().unwrap_or(name);
         let table = if Some(form.relnamespace) == schema {
-            // SAFETY: get_rel_name returns NULL or a palloc'd cstring.
-            let root_name = unsafe {
-                let p = pg_sys::get_rel_name(root);
-                (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
-            };
             // SAFETY: a syscache lookup of the root's schema.
             let root_schema = unsafe { pg_sys::get_rel_namespace(root) };
             spec.tables
@@ -208,7 +210,7 @@ impl<'a> Trigger<'a> {
             let level = if event & pg_sys::TRIGGER_EVENT_ROW != 0 { "FOR EACH ROW" } else { "FOR EACH STATEMENT" };
             return Err(protocol(
                 spec,
-                &format!("pg_labels.{name}"),
+                &format!("pg_labels.{table}"),
                 format!("{when} {} {level}", op.verb()),
             ));
         }
@@ -284,6 +286,56 @@ pub fn fired_by_truncate(call: &Call<'_>) -> bool {
     }
 }
 
+/// A `DROP EXTENSION` an event trigger fired for: the extensions named, and whether it
+/// cascades. `None` when the event is another command.
+pub struct DropExtension {
+    pub names: Vec<String>,
+    pub cascade: bool,
+}
+
+/// The `DROP EXTENSION` a `ddl_command_start` event trigger was fired for (`None` for another
+/// command); refused (39P01) when the function is not called as an event trigger.
+pub fn drop_extension_event(call: &Call<'_>, function: &str) -> Result<Option<DropExtension>> {
+    // SAFETY: fcinfo->context is NULL or a Node; an EventTriggerData is what an event trigger
+    // call carries, its parse tree a valid node; a DropStmt's objects are String nodes for
+    // extensions.
+    unsafe {
+        let ctx = (*call.raw()).context;
+        if ctx.is_null() || (*ctx).type_ != pg_sys::NodeTag::T_EventTriggerData {
+            return Err(Error::new(
+                TRIGGER_PROTOCOL_VIOLATED,
+                format!("{function} can only be called as an event trigger"),
+            ));
+        }
+        let data = &*(ctx as *const pg_sys::EventTriggerData);
+        let node = data.parsetree;
+        if node.is_null() || (*node).type_ != pg_sys::NodeTag::T_DropStmt {
+            return Ok(None);
+        }
+        let stmt = &*(node as *const pg_sys::DropStmt);
+        if stmt.removeType != pg_sys::ObjectType::OBJECT_EXTENSION {
+            return Ok(None);
+        }
+        let mut names = Vec::new();
+        let list = stmt.objects;
+        if !list.is_null() {
+            for i in 0..(*list).length as usize {
+                let item = (*(*list).elements.add(i)).ptr_value as *const pg_sys::Node;
+                if !item.is_null() && (*item).type_ == pg_sys::NodeTag::T_String {
+                    let sval = (*(item as *const pg_sys::String)).sval;
+                    if !sval.is_null() {
+                        names.push(CStr::from_ptr(sval).to_string_lossy().into_owned());
+                    }
+                }
+            }
+        }
+        Ok(Some(DropExtension {
+            names,
+            cascade: stmt.behavior == pg_sys::DropBehavior::DROP_CASCADE,
+        }))
+    }
+}
+
 /// A row handed to a row trigger.
 #[derive(Clone, Copy)]
 pub struct Tuple<'a> {
@@ -306,6 +358,11 @@ impl<'a> Tuple<'a> {
     /// The type of column `col`.
     pub fn type_of(&self, col: i32) -> Oid {
         self.attr(col).atttypid
+    }
+
+    /// Is column `col` an identity column (a table of release 0.1.0 takes ids that way)?
+    pub fn is_identity(&self, col: i32) -> bool {
+        self.attr(col).attidentity != 0
     }
 
     /// The raw datum of column `col` (`None` when NULL).

@@ -11,6 +11,7 @@ pub mod approvals;
 pub mod catalog;
 pub mod crossings;
 pub mod publication;
+pub mod removal;
 pub mod retention;
 pub mod runs;
 pub mod seal;

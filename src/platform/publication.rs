@@ -78,6 +78,9 @@ sql_function! {
 fn agent_versions_insert(call: &Call<'_>) -> Result<Datum> {
     let trigger = Trigger::fired(call, &SPEC)?;
     let row = trigger.row();
+    if crate::platform::catalog::restoring() {
+        return Ok(row.unchanged());
+    }
     let [c_agent, c_version, c_steps, c_approval, c_by, c_at] = VERSION_COLUMNS.of(&row)?;
     let agent: String = row.must(c_agent, "agent_versions")?;
     let version: i32 = row.must(c_version, "agent_versions")?;

@@ -1,6 +1,17 @@
 //! Retention: the one deliberate way rows leave the trail.
+//!
+//! `pg_labels.purge(older_than)`:
+//! 1. empties every month of the trail's ring (`pg_labels.steps_00` .. `steps_23`) that ends
+//!    at or before the month the cutoff falls in: `TRUNCATE` of the partition, in constant time
+//!    whatever it holds (no row deleted one by one, no WAL per row). A partition that also holds
+//!    a later month (purge was not run for two years) has its older rows deleted instead;
+//! 2. deletes whole runs opened before the cutoff with nothing at or after it (no step, no
+//!    artifact made, no share of their artifacts or to them), with their remaining steps (in
+//!    the month the cutoff falls in), artifacts and shares. Only this part deletes row by row,
+//!    and only the rows of such runs.
 
-use crate::pg::spi::{as_owner, with_spi, SavedPlan};
+use crate::pg::datum::Timestamp;
+use crate::pg::spi::{as_owner, run, with_spi, SavedPlan};
 use crate::platform::catalog::platform_owner;
 use crate::platform::state::PURGING;
 use crate::sql_function;
@@ -32,6 +43,19 @@ static PURGE: SavedPlan = SavedPlan::new(
       DELETE FROM pg_labels.runs r USING doomed d WHERE r.id = d.id",
 );
 
+/// The start of the month (UTC) the cutoff falls in.
+static MONTH_START: SavedPlan = SavedPlan::new(
+    c"SELECT pg_catalog.date_trunc('month', $1 AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
+);
+
+/// The partitions of the trail's ring that exist (none on a table of release 0.1.0).
+static RING: SavedPlan = SavedPlan::new(
+    c"SELECT c.relname::text FROM pg_catalog.pg_inherits i
+        JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+       WHERE i.inhparent = 'pg_labels.steps'::pg_catalog.regclass
+       ORDER BY 1",
+);
+
 sql_function! {
     /// `pg_labels.purge(older_than timestamptz) → bigint`: the number of runs deleted.
     fn pgl_purge(call) {
@@ -39,6 +63,26 @@ sql_function! {
         let owner = platform_owner()?;
         let n = as_owner(owner, || with_spi(|spi| {
             let _purging = PURGING.enter(());
+            let start = MONTH_START
+                .execute(spi, &[pg_sys::TIMESTAMPTZOID], &[Some(cutoff)], true, 1)?
+                .must::<Timestamp>(0, 1)?;
+            let ring = RING.execute(spi, &[], &[], true, 0)?;
+            let parts: Vec<String> = (0..ring.len()).map(|i| ring.must::<String>(i, 1)).collect::<Result<_, _>>()?;
+            for part in &parts {
+                // (names of the ring, steps_00 .. steps_23: nothing to quote)
+                let newest = run(spi, &format!("SELECT created_at FROM pg_labels.{part} ORDER BY id DESC LIMIT 1"), true)?
+                    .get::<Timestamp>(0, 1)?;
+                let Some(newest) = newest else { continue };
+                if newest < start {
+                    run(spi, &format!("TRUNCATE pg_labels.{part}"), false)?;
+                    continue;
+                }
+                let oldest = run(spi, &format!("SELECT created_at FROM pg_labels.{part} ORDER BY id LIMIT 1"), true)?
+                    .get::<Timestamp>(0, 1)?;
+                if oldest.is_some_and(|o| o < start) {
+                    run(spi, &format!("DELETE FROM pg_labels.{part} WHERE created_at < '{}'", start.text()), false)?;
+                }
+            }
             Ok(PURGE.execute(spi, &[pg_sys::TIMESTAMPTZOID], &[Some(cutoff)], false, 0)?.len())
         }))?;
         Ok(Datum::from(n as i64))

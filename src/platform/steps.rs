@@ -58,6 +58,9 @@ static COLUMNS: Columns<17> = Columns::new([
     col::<Timestamp>(c"created_at"),
 ]);
 
+/// The ring slot (a table of release 0.1.0, until ALTER EXTENSION UPDATE, has none).
+static SLOT: Columns<1> = Columns::new([col::<i16>(c"slot")]);
+
 /// The columns of a step, by name.
 struct Cols {
     id: i32,
@@ -77,12 +80,14 @@ struct Cols {
     share: i32,
     crossings: i32,
     created_at: i32,
+    slot: Option<i32>,
 }
 
 impl Cols {
     fn of(row: &Tuple<'_>) -> Result<Cols> {
         let [id, run, kind, tool, labels, args, decision, rule, reason, request, actor, origin_run, artifact, digest, share, crossings, created_at] =
             COLUMNS.of(row)?;
+        let slot = SLOT.of(row).ok().map(|[s]| s);
         Ok(Cols {
             id,
             run,
@@ -101,6 +106,7 @@ impl Cols {
             share,
             crossings,
             created_at,
+            slot,
         })
     }
 
@@ -148,6 +154,9 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
     // ---- gather: the row ----
     let trigger = Trigger::fired(call, &SPEC)?;
     let row = trigger.row();
+    if catalog::restoring() {
+        return Ok(row.unchanged());
+    }
     let c = Cols::of(&row)?;
     let run_id: Uuid = row.must(c.run, "steps")?;
     let Some(kind) = row.get::<&str>(c.kind)?.map(|k| (k, Kind::parse(k))) else {
@@ -156,14 +165,25 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
     // an unknown kind is refused by the table's CHECK constraint (steps_kind_check), once the
     // row is otherwise complete
     let (_, Some(kind)) = kind else {
+        if row.is_identity(c.id) {
+            return Ok(row.unchanged());
+        }
         let id = catalog::next_id(trigger.namespace(), c"steps_id_seq")?;
         return Ok(row.modified(&[(c.id, Some(Datum::from(id)))]));
     };
-    if row.datum(c.id).is_some() {
+    // (a table of release 0.1.0, until ALTER EXTENSION UPDATE, takes ids from an identity)
+    let legacy_ids = row.is_identity(c.id);
+    if row.datum(c.id).is_some() && !legacy_ids {
         return Err(refuse_given("steps", "id", "assigned in decision order"));
     }
-    if row.get::<Timestamp>(c.created_at)? != Some(trail_time()) {
+    let now = trail_time();
+    if row.get::<Timestamp>(c.created_at)? != Some(now) {
         return Err(refuse_given("steps", "created_at", "the time the database recorded it"));
+    }
+    if let Some(slot) = c.slot {
+        if row.get::<i16>(slot)? != Some(step::trail_slot(now.0)) {
+            return Err(refuse_given("steps", "slot", "the month of the step's time"));
+        }
     }
     // Who writes the step. An approval decision is written by pg_labels.decide_approval()
     // on behalf of the person deciding, and only by it.
@@ -199,6 +219,13 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
     let owner = trigger.owner();
     let run = catalog::lock_run(namespace, &run_id)?
         .ok_or_else(|| Error::from(refusal::no_run(&run_id.to_string(), "steps_run_id_fkey")))?;
+    // one decision per request: checked under the run's lock, which orders the deciders
+    if kind == Kind::ApprovalDecided {
+        let request = row.get::<i64>(c.request)?.unwrap_or_default();
+        if decided(owner, &run_id, request)? {
+            return Err(refusal::already_decided(request).into());
+        }
+    }
     let tool_entry = match tool {
         Some(name) if kind.reads_tool() => catalog::tool(namespace, name)?,
         _ => None,
@@ -279,11 +306,12 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
     }
     // The id, taken under the run's lock: ids follow the order in which a run's steps were
     // decided.
-    let id = catalog::next_id(namespace, c"steps_id_seq")?;
-    let mut changes: Vec<(i32, Option<Datum>)> = vec![
-        (c.id, Some(Datum::from(id))),
-        (c.actor, Some(crate::pg::datum::text_datum(&actor)?)),
-    ];
+    let mut changes: Vec<(i32, Option<Datum>)> =
+        vec![(c.actor, Some(crate::pg::datum::text_datum(&actor)?))];
+    if !legacy_ids {
+        let id = catalog::next_id(namespace, c"steps_id_seq")?;
+        changes.push((c.id, Some(Datum::from(id))));
+    }
     if let Cow::Owned(body) = &own {
         changes.push((c.labels, Some(labelset_datum(body)?)));
     }
@@ -310,6 +338,26 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
     }
     Ok(row.modified(&changes))
 }
+
+/// Has the request been decided already (as committed now)? Called under the run's lock.
+fn decided(owner: pg_sys::Oid, run: &Uuid, request: i64) -> Result<bool> {
+    as_owner(owner, || {
+        with_spi(|spi| {
+            let rows = DECIDED.execute_latest(
+                spi,
+                &[pg_sys::UUIDOID, pg_sys::INT8OID],
+                &[Some(run.datum()), Some(Datum::from(request))],
+                1,
+            )?;
+            Ok(!rows.is_empty())
+        })
+    })
+}
+
+static DECIDED: SavedPlan = SavedPlan::new(
+    c"SELECT FROM pg_labels.steps d
+       WHERE d.run_id = $1 AND d.request_id = $2 AND d.kind = 'approval_decided'",
+);
 
 /// The type OID of the labels column (the extension's `labelset`).
 fn labelset_type(row: &Tuple<'_>, col: i32) -> pg_sys::Oid {
@@ -338,11 +386,12 @@ fn judge(
         let tool_d = tool.map(crate::pg::datum::text_datum).transpose()?;
         as_owner(owner, || {
             with_spi(|spi| {
-                let rows = FIND_APPROVAL.execute(
+                // with the latest snapshot: under the run's lock, a use of the approval that
+                // committed before counts, also in REPEATABLE READ
+                let rows = FIND_APPROVAL.execute_latest(
                     spi,
                     &[pg_sys::UUIDOID, pg_sys::TEXTOID, pg_sys::JSONBOID],
                     &[Some(run_id.datum()), tool_d, args.map(|a| a.0)],
-                    false,
                     1,
                 )?;
                 rows.get::<i64>(0, 1)

@@ -174,22 +174,31 @@ SELECT :'dot';
 \! awk '$1 == "node" { n++ } $1 == "edge" { e++ } END { print n " nodes, " e " edges" }' "$PLAIN_FILE"
 \! grep -c 'evil' "$PLAIN_FILE"
 
--- DROP EXTENSION ... CASCADE leaves a protected table closed, not open
+-- DROP EXTENSION is refused while the trail holds rows, with CASCADE too
 \c - postgres
+DROP EXTENSION pg_labels CASCADE;
+-- with an empty trail (a database of its own), DROP EXTENSION ... CASCADE leaves a protected
+-- table closed, not open
+\set this_db :DBNAME
+CREATE DATABASE regress_hard_drop;
+\c regress_hard_drop postgres
+CREATE EXTENSION pg_labels;
 CREATE TABLE regress_hard_docs (body text, labels labelset);
 INSERT INTO regress_hard_docs VALUES ('plan', '{area:acme/platform}'), ('ledger', '{area:acme/finance}');
 SELECT pg_labels.protect('regress_hard_docs');
 GRANT SELECT ON regress_hard_docs TO regress_hard_analyst;
-BEGIN;
-SET LOCAL client_min_messages = warning;
+SET client_min_messages = warning;
 DROP EXTENSION pg_labels CASCADE;
+RESET client_min_messages;
 SELECT polname FROM pg_policy WHERE polrelid = 'regress_hard_docs'::regclass ORDER BY 1;
-SET LOCAL ROLE regress_hard_analyst;
+\c - regress_hard_analyst
 SELECT count(*) AS rows_visible_after_drop FROM regress_hard_docs;
-ROLLBACK;
-DROP TABLE regress_hard_docs;
-
 \c - postgres
+DROP TABLE regress_hard_docs;
+\c postgres postgres
+DROP DATABASE regress_hard_drop;
+\c :this_db postgres
+
 DELETE FROM pg_labels.grants WHERE role LIKE 'regress_hard_%';
 DROP OWNED BY regress_hard_platform, regress_hard_analyst, regress_hard_alice, regress_hard_team, regress_hard_bob;
 DROP ROLE regress_hard_platform, regress_hard_analyst, regress_hard_alice, regress_hard_team, regress_hard_bob;

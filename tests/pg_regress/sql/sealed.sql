@@ -42,8 +42,11 @@ ROLLBACK;
 -- after purge, deletes are refused again (the permission does not leak)
 DELETE FROM pg_labels.steps WHERE run_id = '55555555-5555-5555-5555-555555555555';
 
--- the extension can be dropped and created again in the same session; the triggers find the
--- new tables and types
+-- the extension cannot be dropped while the trail holds rows (with CASCADE neither); once
+-- purged it can, and created again in the same session: the triggers find the new tables
+DROP EXTENSION pg_labels;
+DROP EXTENSION pg_labels CASCADE;
+SELECT pg_labels.purge('infinity') AS purged_runs;
 DROP EXTENSION pg_labels;
 CREATE EXTENSION pg_labels;
 INSERT INTO pg_labels.tools VALUES ('again.read', 'read');

@@ -68,7 +68,7 @@ ON CONFLICT DO NOTHING;
 INSERT INTO pg_labels.steps (id, run_id, kind, tool) OVERRIDING SYSTEM VALUE VALUES
   ((SELECT min(id) FROM pg_labels.steps WHERE run_id = 'b1000000-0000-0000-0000-000000000001'),
    'b1000000-0000-0000-0000-000000000001', 'tool_called', 'wp.read')
-ON CONFLICT (id) DO UPDATE SET reason = 'rewritten';
+ON CONFLICT (id, slot) DO UPDATE SET reason = 'rewritten';
 -- ... and on a run, whose id the service chooses, the update is refused (its scope is sealed)
 INSERT INTO pg_labels.runs (id, scope) VALUES ('b1000000-0000-0000-0000-000000000001', 'initech/ops')
 ON CONFLICT (id) DO UPDATE SET scope = 'initech/finance';

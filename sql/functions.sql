@@ -1,0 +1,182 @@
+-- pg_labels: the schema pg_labels and the functions of the platform (the tables, views,
+-- triggers and policies are in sql/schema.sql).
+
+-- The pg_ prefix is reserved, so creating this schema needs allow_system_table_mods, for this
+-- one statement (CREATE EXTENSION runs as a superuser and restores settings at its end anyway).
+SET allow_system_table_mods = on;
+CREATE SCHEMA pg_labels;
+RESET allow_system_table_mods;
+COMMENT ON SCHEMA pg_labels IS 'pg_labels platform tables: runs, steps, tools, listeners, artifacts, shares, crossings, agent versions, grants';
+
+--------------------------------------------------------------------------------------------
+-- Trigger functions (C, src/platform/): each refuses to run for any other table, event,
+-- timing or level than the one it is attached to by create_platform()
+--------------------------------------------------------------------------------------------
+
+CREATE FUNCTION pg_labels.runs_open() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'pgl_runs_open' LANGUAGE C;
+CREATE FUNCTION pg_labels.runs_seal() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'pgl_runs_seal' LANGUAGE C;
+CREATE FUNCTION pg_labels.steps_insert() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'pgl_steps_insert' LANGUAGE C;
+CREATE FUNCTION pg_labels.append_only() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'pgl_append_only' LANGUAGE C;
+COMMENT ON FUNCTION pg_labels.runs_open() IS
+    'Opening a run: adds the run''s own scope label, refuses initial labels or a listener scope the run''s scope cannot carry';
+COMMENT ON FUNCTION pg_labels.runs_seal() IS 'A run''s scope never changes and its labels only grow';
+COMMENT ON FUNCTION pg_labels.steps_insert() IS
+    'Every step: labels accumulate into the run (serialized per run); tool calls are judged; gate decisions recorded';
+COMMENT ON FUNCTION pg_labels.append_only() IS 'Refuses UPDATE, DELETE and TRUNCATE of the trail';
+
+CREATE FUNCTION pg_labels.artifacts_insert() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'pgl_artifacts_insert' LANGUAGE C;
+CREATE FUNCTION pg_labels.shares_insert() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'pgl_shares_insert' LANGUAGE C;
+CREATE FUNCTION pg_labels.crossings_guard() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'pgl_crossings_guard' LANGUAGE C;
+COMMENT ON FUNCTION pg_labels.artifacts_insert() IS
+    'A new artifact: locks its origin run and records at least the labels the run carries';
+COMMENT ON FUNCTION pg_labels.shares_insert() IS
+    'A new share: refused (data_barrier) unless its scope can carry the artifact''s labels or one active crossing covers the rest; records the crossing used';
+COMMENT ON FUNCTION pg_labels.crossings_guard() IS
+    'Crossings are recorded only by pg_labels.authorize_crossing() and changed only by pg_labels.revoke_crossing()';
+
+CREATE FUNCTION pg_labels.agent_versions_insert() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'pgl_agent_versions_insert' LANGUAGE C;
+COMMENT ON FUNCTION pg_labels.agent_versions_insert() IS
+    'The publication check: refuses a version whose declared steps let untrusted data reach an irreversible tool; records the steps that need approval';
+
+--------------------------------------------------------------------------------------------
+-- Approvals, retention, context, crossings
+--------------------------------------------------------------------------------------------
+
+CREATE FUNCTION pg_labels.decide_approval(request bigint, granted boolean, reason text DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'pgl_decide_approval' LANGUAGE C VOLATILE;
+REVOKE ALL ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) FROM PUBLIC;
+COMMENT ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) IS
+    'Records a person''s decision on an approval request; EXECUTE only for roles the DBA grants it to, never the requester';
+
+CREATE FUNCTION pg_labels.purge(older_than timestamptz)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'pgl_purge' LANGUAGE C VOLATILE STRICT;
+REVOKE ALL ON FUNCTION pg_labels.purge(timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION pg_labels.purge(timestamptz) IS
+    'Retention: deletes whole runs (and their steps) opened before the cutoff and without a later step; returns the number of runs';
+
+CREATE FUNCTION pg_labels.digest(content bytea) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT pg_catalog.encode(pg_catalog.sha256(content), 'hex');
+END;
+CREATE FUNCTION pg_labels.digest(content text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(content, 'UTF8')), 'hex');
+END;
+COMMENT ON FUNCTION pg_labels.digest(bytea) IS 'An artifact''s digest: the hex SHA-256 of the content';
+COMMENT ON FUNCTION pg_labels.digest(text) IS 'An artifact''s digest: the hex SHA-256 of the content''s UTF-8 bytes';
+
+CREATE FUNCTION pg_labels.authorize_crossing(from_scope @extschema@.scope, to_scope @extschema@.scope,
+                                             reason text, expires_at timestamptz DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'pgl_authorize_crossing' LANGUAGE C VOLATILE;
+REVOKE ALL ON FUNCTION pg_labels.authorize_crossing(@extschema@.scope, @extschema@.scope, text, timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION pg_labels.authorize_crossing(@extschema@.scope, @extschema@.scope, text, timestamptz) IS
+    'Records a crossing: data of from_scope may be carried within to_scope until expires_at (NULL: until revoked); the caller is recorded in authorized_by. EXECUTE only for roles the DBA grants it to';
+
+CREATE FUNCTION pg_labels.revoke_crossing(crossing bigint, reason text DEFAULT NULL)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'pgl_revoke_crossing' LANGUAGE C VOLATILE;
+REVOKE ALL ON FUNCTION pg_labels.revoke_crossing(bigint, text) FROM PUBLIC;
+COMMENT ON FUNCTION pg_labels.revoke_crossing(bigint, text) IS
+    'Ends a crossing now: later shares, reads and tool calls are judged without it. EXECUTE only for roles the DBA grants it to';
+
+--------------------------------------------------------------------------------------------
+-- Scopes (row-level security) and provenance
+--------------------------------------------------------------------------------------------
+
+CREATE FUNCTION pg_labels.enter_scope(scope @extschema@.scope, for_session boolean DEFAULT false)
+RETURNS @extschema@.scope
+AS 'MODULE_PATHNAME', 'pgl_enter_scope' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION pg_labels.enter_scope(@extschema@.scope, boolean) IS
+    'Enters a scope a grant of the current role (or a role it is a member of) reaches, until the end of the transaction (for_session: until leave_scope(), DISCARD ALL or the end of the session); refused (42501) otherwise';
+
+CREATE FUNCTION pg_labels.leave_scope() RETURNS void
+AS 'MODULE_PATHNAME', 'pgl_leave_scope' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION pg_labels.leave_scope() IS 'Leaves the entered scope: nothing is visible any more';
+
+CREATE FUNCTION pg_labels.current_scope() RETURNS @extschema@.scope
+AS 'MODULE_PATHNAME', 'pgl_current_scope' LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION pg_labels.current_scope() IS
+    'The scope the current role entered; NULL when none (then nothing is visible)';
+
+CREATE FUNCTION pg_labels.visible(labels @extschema@.labelset) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_visible' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION pg_labels.visible(@extschema@.labelset) IS
+    'The entered scope can carry these labels (false when no scope is entered): the row-level security predicate';
+
+CREATE FUNCTION pg_labels.protect(tab regclass, col name DEFAULT 'labels') RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    want oid := '@extschema@.labelset'::pg_catalog.regtype;
+    got oid;
+    part regclass;
+BEGIN
+    SELECT a.atttypid INTO got FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid = tab AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation % does not exist', col, tab USING ERRCODE = '42703';
+    END IF;
+    IF got <> want THEN
+        RAISE EXCEPTION 'column "%" of relation % is of type %, not labelset', col, tab, got::regtype
+            USING ERRCODE = '42804',
+                  HINT = 'pg_labels.protect() guards a table by the labelset column that labels its rows.';
+    END IF;
+    -- the table and every partition or child it has now (a query naming a partition is not
+    -- filtered by its parent's policies)
+    FOR part IN WITH RECURSIVE tree (rel) AS (
+                    SELECT tab::oid
+                    UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree t ON i.inhparent = t.rel)
+                SELECT rel::regclass FROM tree
+    LOOP
+        EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY', part);
+        IF EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polname = 'pg_labels_visible') THEN
+            EXECUTE format('DROP POLICY pg_labels_visible ON %s', part);
+        END IF;
+        EXECUTE format('CREATE POLICY pg_labels_visible ON %s AS RESTRICTIVE USING (pg_labels.visible(%I)) WITH CHECK (pg_labels.visible(%I))',
+                       part, col, col);
+        -- restrictive policies only narrow what a permissive one allows: add one if there is none
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polpermissive) THEN
+            EXECUTE format('CREATE POLICY pg_labels_permit ON %s USING (true) WITH CHECK (true)', part);
+        END IF;
+        -- fail closed: DROP EXTENSION ... CASCADE drops pg_labels_visible (it calls visible())
+        -- and may drop the labels column; this guard stays and then lets nothing through, until
+        -- protect() is run again
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polname = 'pg_labels_guard') THEN
+            EXECUTE format($g$CREATE POLICY pg_labels_guard ON %s AS RESTRICTIVE
+                USING (EXISTS (SELECT FROM pg_catalog.pg_policy p
+                                WHERE p.polrelid = %L::pg_catalog.regclass AND p.polname = 'pg_labels_visible'))
+                WITH CHECK (EXISTS (SELECT FROM pg_catalog.pg_policy p
+                                     WHERE p.polrelid = %L::pg_catalog.regclass AND p.polname = 'pg_labels_visible'))$g$,
+                part, part::text, part::text);
+        END IF;
+    END LOOP;
+END $$;
+COMMENT ON FUNCTION pg_labels.protect(regclass, name) IS
+    'Enables and forces row-level security on a table (and its partitions and children) with a policy on visible(col), for reads and writes; a guard policy keeps the table closed if the extension is dropped';
+
+CREATE FUNCTION pg_labels.lineage(run uuid)
+RETURNS TABLE (depth int, run_id uuid, scope @extschema@.scope, agent text, artifact_id uuid,
+               digest text, labels @extschema@.labelset, read_by uuid, read_step bigint,
+               read_at timestamptz)
+AS 'MODULE_PATHNAME', 'pgl_lineage' LANGUAGE C STABLE STRICT ROWS 100;
+COMMENT ON FUNCTION pg_labels.lineage(uuid) IS
+    'Every upstream run reached through context reads, breadth first: the run read (run_id, its scope and agent), the artifact, digest and labels read, which run read it (read_by) and the depth; each run expanded once, so cycles end';
+
+CREATE FUNCTION pg_labels.lineage_dot(run uuid) RETURNS text
+AS 'MODULE_PATHNAME', 'pgl_lineage_dot' LANGUAGE C STABLE STRICT;
+COMMENT ON FUNCTION pg_labels.lineage_dot(uuid) IS
+    'pg_labels.lineage(run) as a Graphviz DOT graph: runs as boxes (the run itself in bold), one edge per context read labelled with the digest and labels';

@@ -1,0 +1,420 @@
+-- pg_labels: the platform's tables, views, triggers and policies.
+--
+-- The tables are members of the extension registered with pg_extension_config_dump: pg_dump
+-- dumps a table of a schema whose name starts with pg_ only that way. A restore loads their
+-- rows after CREATE EXTENSION has made them (with their triggers): the triggers take the rows
+-- of a restoring session (a superuser with row_security off, as pg_dump and pg_restore set
+-- it) as they were decided, and no foreign key depends on the order the tables are loaded in
+-- (the triggers check every reference a writer makes).
+--
+-- The trail (pg_labels.steps) is a ring of 24 partitions by month (UTC), all made here, so
+-- that every one is a member whose rows are dumped: pg_labels.purge() empties whole months in
+-- constant time.
+
+CREATE FUNCTION pg_labels.trail_slot(at timestamptz) RETURNS smallint
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN ((pg_catalog.date_part('year', at AT TIME ZONE 'UTC')::int * 12
+         + pg_catalog.date_part('month', at AT TIME ZONE 'UTC')::int - 1) % 24)::smallint;
+COMMENT ON FUNCTION pg_labels.trail_slot(timestamptz) IS
+    'The partition of the trail''s ring a step made at this time is in: its month (UTC) modulo 24';
+
+----------------------------------------------------------------------------------------
+-- The tool catalog, event bindings, grants
+----------------------------------------------------------------------------------------
+CREATE TABLE pg_labels.tools (
+    name text PRIMARY KEY,
+    effect text NOT NULL
+        CONSTRAINT tools_effect_check CHECK (effect IN ('read', 'reversible_write', 'destructive', 'financial')),
+    trusted_output boolean NOT NULL DEFAULT false,
+    description text,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE pg_labels.tools IS
+    'The tool catalog: a tool_called step naming a tool absent from it is refused (unknown_tool). Global: tools belong to no company';
+COMMENT ON COLUMN pg_labels.tools.name IS 'The tool''s name, as steps name it';
+COMMENT ON COLUMN pg_labels.tools.effect IS 'read, reversible_write, destructive or financial';
+COMMENT ON COLUMN pg_labels.tools.trusted_output IS
+    'false: the tool''s results come from outside, and a tool_result step of it carries origin:tool';
+COMMENT ON COLUMN pg_labels.tools.description IS 'Free text for people';
+COMMENT ON COLUMN pg_labels.tools.created_at IS 'When the tool was added';
+
+CREATE TABLE pg_labels.listeners (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    agent text,
+    scope @extschema@.scope NOT NULL,
+    event text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE pg_labels.listeners IS 'Event bindings: which agent listens, in which scope, to which event';
+COMMENT ON COLUMN pg_labels.listeners.id IS 'The listener; runs opened by its events name it (runs.listener_id)';
+COMMENT ON COLUMN pg_labels.listeners.agent IS 'The agent its runs are of';
+COMMENT ON COLUMN pg_labels.listeners.scope IS 'The scope its runs have';
+COMMENT ON COLUMN pg_labels.listeners.event IS 'The event it listens to';
+COMMENT ON COLUMN pg_labels.listeners.created_at IS 'When it was bound';
+
+CREATE TABLE pg_labels.grants (
+    role name NOT NULL,
+    scope @extschema@.scope NOT NULL,
+    granted_by text NOT NULL DEFAULT current_user,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (role, scope)
+);
+COMMENT ON TABLE pg_labels.grants IS
+    'Which database roles may enter which scopes (and every scope below): a role, or a member of it, may pg_labels.enter_scope() a scope a grant reaches. Written by the DBA';
+COMMENT ON COLUMN pg_labels.grants.role IS 'The role (its members too)';
+COMMENT ON COLUMN pg_labels.grants.scope IS 'The scope it may enter, with every scope below';
+COMMENT ON COLUMN pg_labels.grants.granted_by IS 'Who granted it';
+COMMENT ON COLUMN pg_labels.grants.created_at IS 'When';
+
+----------------------------------------------------------------------------------------
+-- Published agents
+----------------------------------------------------------------------------------------
+CREATE TABLE pg_labels.agent_versions (
+    agent text NOT NULL,
+    version int NOT NULL,
+    scope @extschema@.scope NOT NULL,
+    steps jsonb NOT NULL,
+    needs_approval jsonb NOT NULL DEFAULT '[]',
+    description text,
+    published_by text NOT NULL DEFAULT current_user,
+    published_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent, version)
+);
+COMMENT ON TABLE pg_labels.agent_versions IS
+    'Published agents: the company or area they run in and their declared steps. A version whose steps let untrusted data reach a destructive or financial tool is refused (untrusted_to_irreversible); published versions never change';
+COMMENT ON COLUMN pg_labels.agent_versions.agent IS 'The agent';
+COMMENT ON COLUMN pg_labels.agent_versions.version IS 'Its version, from 1';
+COMMENT ON COLUMN pg_labels.agent_versions.scope IS 'The company or area its runs have';
+COMMENT ON COLUMN pg_labels.agent_versions.steps IS
+    '{"steps": [{"id": ..., "tool": ..., "inputs": [step ids or source:slack, source:webhook, source:event, source:agent]}]}';
+COMMENT ON COLUMN pg_labels.agent_versions.needs_approval IS
+    'Set by the publication check: the reversible writes untrusted data can reach, [{"step", "tool", "path"}]; a person approves each such call at run time';
+COMMENT ON COLUMN pg_labels.agent_versions.description IS 'Free text for people';
+COMMENT ON COLUMN pg_labels.agent_versions.published_by IS 'The role that published the version (set by the database)';
+COMMENT ON COLUMN pg_labels.agent_versions.published_at IS 'When it was published (set by the database)';
+CREATE INDEX agent_versions_scope_idx ON pg_labels.agent_versions (scope);
+
+----------------------------------------------------------------------------------------
+-- Runs and the trail
+----------------------------------------------------------------------------------------
+CREATE TABLE pg_labels.runs (
+    id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    agent text,
+    agent_version int,
+    scope @extschema@.scope NOT NULL,
+    labels @extschema@.labelset NOT NULL DEFAULT '{}',
+    listener_id bigint,
+    opened_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE pg_labels.runs IS
+    'Agent runs: scope is sealed when the run is opened; labels is the union of everything that entered the run and only grows';
+COMMENT ON COLUMN pg_labels.runs.id IS 'The run (a service may bring its own)';
+COMMENT ON COLUMN pg_labels.runs.agent IS 'The agent (filled from the listener when omitted)';
+COMMENT ON COLUMN pg_labels.runs.agent_version IS 'The published version it runs, if any: the run has its scope';
+COMMENT ON COLUMN pg_labels.runs.scope IS 'The company or area it runs in, sealed when it is opened';
+COMMENT ON COLUMN pg_labels.runs.labels IS 'What it carries: everything that entered it, and its own scope label; only grows';
+COMMENT ON COLUMN pg_labels.runs.listener_id IS 'The listener whose event opened it, if any: the run has its scope';
+COMMENT ON COLUMN pg_labels.runs.opened_at IS 'When it was opened (the database''s time)';
+CREATE INDEX runs_scope_idx ON pg_labels.runs (scope);
+CREATE INDEX runs_labels_idx ON pg_labels.runs USING gin (labels);
+CREATE INDEX runs_opened_at_idx ON pg_labels.runs (opened_at);
+
+-- id, created_at, slot and actor are the database's: the insert trigger takes the id from
+-- steps_id_seq under the run's lock (ids follow the order in which a run's steps were
+-- decided) and refuses a writer's id, time, slot or actor. One decision per request and one
+-- use per approval are checked under the run's lock too.
+CREATE TABLE pg_labels.steps (
+    id bigint NOT NULL,
+    run_id uuid NOT NULL,
+    kind text NOT NULL
+        CONSTRAINT steps_kind_check CHECK (kind IN ('input', 'planned', 'gate_decided', 'approval_requested',
+                                                    'approval_decided', 'tool_called', 'tool_result', 'context_read')),
+    tool text,
+    labels @extschema@.labelset NOT NULL DEFAULT '{}',
+    args jsonb,
+    decision text
+        CONSTRAINT steps_decision_check CHECK (decision IN ('allow', 'ask', 'block', 'granted', 'denied')),
+    rule text,
+    reason text,
+    request_id bigint,
+    origin_run uuid,
+    artifact_id uuid,
+    digest text,
+    share_id bigint,
+    crossing_ids bigint[],
+    actor text NOT NULL DEFAULT current_user,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    slot smallint NOT NULL DEFAULT pg_labels.trail_slot(now()),
+    PRIMARY KEY (id, slot)
+) PARTITION BY LIST (slot);
+COMMENT ON TABLE pg_labels.steps IS
+    'The trail, append-only: every step of every run, with the labels it carried; tool calls are judged on insert. A ring of 24 monthly partitions (slot): purge() empties whole months';
+COMMENT ON COLUMN pg_labels.steps.id IS 'The step, in the order its run''s steps were decided (set by the database)';
+COMMENT ON COLUMN pg_labels.steps.run_id IS 'Its run';
+COMMENT ON COLUMN pg_labels.steps.kind IS
+    'input, planned, gate_decided, approval_requested, approval_decided, tool_called, tool_result or context_read';
+COMMENT ON COLUMN pg_labels.steps.tool IS 'The tool called, proposed or answered';
+COMMENT ON COLUMN pg_labels.steps.labels IS 'What the step carried (it enters the run''s labels)';
+COMMENT ON COLUMN pg_labels.steps.args IS 'The call''s arguments, or the input''s description';
+COMMENT ON COLUMN pg_labels.steps.decision IS
+    'gate_decided, tool_called: allow, ask or block; approval_decided: granted or denied (set by the database)';
+COMMENT ON COLUMN pg_labels.steps.rule IS 'The rule that decided (set by the database)';
+COMMENT ON COLUMN pg_labels.steps.reason IS 'Why, in one line (set by the database for judged steps)';
+COMMENT ON COLUMN pg_labels.steps.request_id IS
+    'approval_decided: the approval_requested step decided; tool_called: the approval it used (set by the database)';
+COMMENT ON COLUMN pg_labels.steps.origin_run IS 'context_read: the run that made the artifact read (filled from it)';
+COMMENT ON COLUMN pg_labels.steps.artifact_id IS
+    'context_read: the artifact read; origin_run, digest and (at least) its labels are filled from it';
+COMMENT ON COLUMN pg_labels.steps.digest IS 'context_read: the artifact''s digest (filled from it)';
+COMMENT ON COLUMN pg_labels.steps.share_id IS 'context_read: the share that let the run read the artifact (set by the database)';
+COMMENT ON COLUMN pg_labels.steps.crossing_ids IS
+    'context_read, tool_called, gate_decided: the crossings that let labels the run''s scope cannot carry through (set by the database)';
+COMMENT ON COLUMN pg_labels.steps.actor IS 'The role that wrote the step; for approval_decided, the person deciding (set by the database)';
+COMMENT ON COLUMN pg_labels.steps.created_at IS 'When (the transaction''s time, set by the database)';
+COMMENT ON COLUMN pg_labels.steps.slot IS
+    'The partition of the trail''s ring it is in: the month of created_at (UTC) modulo 24 (set by the database)';
+CREATE SEQUENCE pg_labels.steps_id_seq OWNED BY pg_labels.steps.id;
+CREATE INDEX steps_created_at_idx ON pg_labels.steps (created_at);
+COMMENT ON SEQUENCE pg_labels.steps_id_seq IS 'The ids of steps, taken by the insert trigger under the run''s lock';
+CREATE INDEX steps_run_idx ON pg_labels.steps (run_id, id);
+CREATE INDEX steps_labels_idx ON pg_labels.steps USING gin (labels);
+CREATE INDEX steps_artifact_idx ON pg_labels.steps (artifact_id) WHERE artifact_id IS NOT NULL;
+CREATE INDEX steps_request_idx ON pg_labels.steps (request_id) WHERE request_id IS NOT NULL;
+CREATE INDEX steps_context_read_idx ON pg_labels.steps (run_id) WHERE kind = 'context_read';
+-- refusals by time: gate decisions that blocked or asked (the partition key is the ring slot,
+-- so time is served by indexes)
+CREATE INDEX steps_refusals_idx ON pg_labels.steps (created_at)
+    WHERE kind = 'gate_decided' AND decision IN ('block', 'ask');
+-- the ring: 24 monthly partitions, each a member of the extension whose rows pg_dump dumps
+DO $ring$
+DECLARE
+    s int;
+BEGIN
+    FOR s IN 0..23 LOOP
+        EXECUTE format('CREATE TABLE pg_labels.%I PARTITION OF pg_labels.steps FOR VALUES IN (%s)',
+                       'steps_' || lpad(s::text, 2, '0'), s);
+        EXECUTE format('COMMENT ON TABLE pg_labels.%I IS %L', 'steps_' || lpad(s::text, 2, '0'),
+                       'The steps of months ' || s || ' modulo 24 (UTC): a partition of the trail''s ring');
+        PERFORM pg_catalog.pg_extension_config_dump(format('pg_labels.%I', 'steps_' || lpad(s::text, 2, '0')), '');
+    END LOOP;
+END
+$ring$;
+
+----------------------------------------------------------------------------------------
+-- Context by reference, and crossings
+----------------------------------------------------------------------------------------
+CREATE TABLE pg_labels.crossings (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    from_scope @extschema@.scope NOT NULL,
+    to_scope @extschema@.scope NOT NULL,
+    authorized_by text NOT NULL DEFAULT current_user,
+    reason text NOT NULL,
+    expires_at timestamptz,
+    revoked_at timestamptz,
+    revoked_by text,
+    revoke_reason text,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT crossings_revoked_check CHECK ((revoked_at IS NULL) = (revoked_by IS NULL))
+);
+COMMENT ON TABLE pg_labels.crossings IS
+    'Boundary-crossing authorizations: data of from_scope may be carried by runs and shares within to_scope while the crossing is active (not expired, not revoked). Recorded by pg_labels.authorize_crossing(), ended by pg_labels.revoke_crossing(); never rewrites labels';
+COMMENT ON COLUMN pg_labels.crossings.id IS 'The crossing, as shares and steps name it';
+COMMENT ON COLUMN pg_labels.crossings.from_scope IS 'Data of this scope (and below) may cross';
+COMMENT ON COLUMN pg_labels.crossings.to_scope IS 'into runs and shares of this scope (and below)';
+COMMENT ON COLUMN pg_labels.crossings.authorized_by IS 'The role that authorized the crossing (set by the database)';
+COMMENT ON COLUMN pg_labels.crossings.reason IS 'Why, for the record (not blank)';
+COMMENT ON COLUMN pg_labels.crossings.expires_at IS 'NULL or infinity: until revoked';
+COMMENT ON COLUMN pg_labels.crossings.revoked_at IS 'When it was ended (set by revoke_crossing())';
+COMMENT ON COLUMN pg_labels.crossings.revoked_by IS 'Who ended it (set by revoke_crossing())';
+COMMENT ON COLUMN pg_labels.crossings.revoke_reason IS 'Why it was ended';
+COMMENT ON COLUMN pg_labels.crossings.created_at IS 'When it was authorized';
+CREATE INDEX crossings_to_scope_idx ON pg_labels.crossings (to_scope);
+
+CREATE TABLE pg_labels.artifacts (
+    id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    origin_run uuid NOT NULL,
+    digest text NOT NULL,
+    labels @extschema@.labelset NOT NULL DEFAULT '{}',
+    description text,
+    actor text NOT NULL DEFAULT current_user,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE pg_labels.artifacts IS
+    'Context shared by reference: the content stays where it is; its digest, origin run and labels are recorded here. Labels are at least what the origin run carried when the artifact was made';
+COMMENT ON COLUMN pg_labels.artifacts.id IS 'The artifact (a service may bring its own)';
+COMMENT ON COLUMN pg_labels.artifacts.origin_run IS 'The run that made it';
+COMMENT ON COLUMN pg_labels.artifacts.digest IS 'Hex SHA-256 of the content: pg_labels.digest(content)';
+COMMENT ON COLUMN pg_labels.artifacts.labels IS 'What it carries: at least what its run carried when it was made';
+COMMENT ON COLUMN pg_labels.artifacts.description IS 'Free text for people';
+COMMENT ON COLUMN pg_labels.artifacts.actor IS 'The role that made it (set by the database)';
+COMMENT ON COLUMN pg_labels.artifacts.created_at IS 'When (set by the database)';
+CREATE INDEX artifacts_origin_run_idx ON pg_labels.artifacts (origin_run);
+CREATE INDEX artifacts_labels_idx ON pg_labels.artifacts USING gin (labels);
+CREATE INDEX artifacts_digest_idx ON pg_labels.artifacts (digest);
+
+CREATE TABLE pg_labels.shares (
+    id bigint NOT NULL PRIMARY KEY,
+    artifact_id uuid NOT NULL,
+    to_scope @extschema@.scope NOT NULL,
+    to_run uuid,
+    crossing_id bigint,
+    actor text NOT NULL DEFAULT current_user,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE pg_labels.shares IS
+    'An artifact offered to the runs of a scope (to_scope and its sub-areas), or to one run (to_run; to_scope is then that run''s scope). Refused (data_barrier) unless to_scope can carry the artifact''s labels or an active crossing covers the rest';
+COMMENT ON COLUMN pg_labels.shares.id IS 'The share (set by the database)';
+COMMENT ON COLUMN pg_labels.shares.artifact_id IS 'The artifact offered';
+COMMENT ON COLUMN pg_labels.shares.to_scope IS 'To the runs of this scope and below';
+COMMENT ON COLUMN pg_labels.shares.to_run IS 'Or to this run only';
+COMMENT ON COLUMN pg_labels.shares.crossing_id IS 'The crossing this share used, when the artifact carries labels to_scope cannot carry (set by the database)';
+COMMENT ON COLUMN pg_labels.shares.actor IS 'The role that shared it (set by the database)';
+COMMENT ON COLUMN pg_labels.shares.created_at IS 'When (set by the database)';
+CREATE SEQUENCE pg_labels.shares_id_seq OWNED BY pg_labels.shares.id;
+COMMENT ON SEQUENCE pg_labels.shares_id_seq IS 'The ids of shares, taken by the insert trigger';
+CREATE INDEX shares_artifact_idx ON pg_labels.shares (artifact_id);
+CREATE INDEX shares_to_run_idx ON pg_labels.shares (to_run) WHERE to_run IS NOT NULL;
+CREATE INDEX shares_crossing_idx ON pg_labels.shares (crossing_id) WHERE crossing_id IS NOT NULL;
+
+----------------------------------------------------------------------------------------
+-- Triggers
+----------------------------------------------------------------------------------------
+CREATE TRIGGER runs_open BEFORE INSERT ON pg_labels.runs
+    FOR EACH ROW EXECUTE FUNCTION pg_labels.runs_open();
+CREATE TRIGGER runs_seal BEFORE UPDATE OR DELETE ON pg_labels.runs
+    FOR EACH ROW EXECUTE FUNCTION pg_labels.runs_seal();
+CREATE TRIGGER runs_no_truncate BEFORE TRUNCATE ON pg_labels.runs
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only();
+CREATE TRIGGER steps_insert BEFORE INSERT ON pg_labels.steps
+    FOR EACH ROW EXECUTE FUNCTION pg_labels.steps_insert();
+CREATE TRIGGER steps_append_only BEFORE UPDATE OR DELETE ON pg_labels.steps
+    FOR EACH ROW EXECUTE FUNCTION pg_labels.append_only();
+CREATE TRIGGER steps_no_truncate BEFORE TRUNCATE ON pg_labels.steps
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only();
+CREATE TRIGGER artifacts_insert BEFORE INSERT ON pg_labels.artifacts
+    FOR EACH ROW EXECUTE FUNCTION pg_labels.artifacts_insert();
+CREATE TRIGGER artifacts_append_only BEFORE UPDATE OR DELETE ON pg_labels.artifacts
+    FOR EACH ROW EXECUTE FUNCTION pg_labels.append_only();
+CREATE TRIGGER artifacts_no_truncate BEFORE TRUNCATE ON pg_labels.artifacts
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only();
+CREATE TRIGGER shares_insert BEFORE INSERT ON pg_labels.shares
+    FOR EACH ROW EXECUTE FUNCTION pg_labels.shares_insert();
+CREATE TRIGGER shares_append_only BEFORE UPDATE OR DELETE ON pg_labels.shares
+    FOR EACH ROW EXECUTE FUNCTION pg_labels.append_only();
+CREATE TRIGGER shares_no_truncate BEFORE TRUNCATE ON pg_labels.shares
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only();
+CREATE TRIGGER crossings_guard BEFORE INSERT OR UPDATE OR DELETE ON pg_labels.crossings
+    FOR EACH ROW EXECUTE FUNCTION pg_labels.crossings_guard();
+CREATE TRIGGER crossings_no_truncate BEFORE TRUNCATE ON pg_labels.crossings
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only();
+CREATE TRIGGER agent_versions_insert BEFORE INSERT ON pg_labels.agent_versions
+    FOR EACH ROW EXECUTE FUNCTION pg_labels.agent_versions_insert();
+CREATE TRIGGER agent_versions_append_only BEFORE UPDATE OR DELETE ON pg_labels.agent_versions
+    FOR EACH ROW EXECUTE FUNCTION pg_labels.append_only();
+CREATE TRIGGER agent_versions_no_truncate BEFORE TRUNCATE ON pg_labels.agent_versions
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only();
+
+----------------------------------------------------------------------------------------
+-- Row-level security. An analyst sees the runs, steps, artifacts and shares the entered
+-- scope can carry (a step only with its run, a share only with its artifact), the agent
+-- versions, listeners, crossings and grants within its reach; nothing when no scope is
+-- entered. A role that may write a table (INSERT, or EXECUTE on the crossing functions)
+-- reads all of it. The triggers work as the tables' owner without forced security, as
+-- foreign-key checks do. The tool catalog is global.
+----------------------------------------------------------------------------------------
+ALTER TABLE pg_labels.runs ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+ALTER TABLE pg_labels.steps ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+ALTER TABLE pg_labels.artifacts ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+ALTER TABLE pg_labels.shares ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+ALTER TABLE pg_labels.agent_versions ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+ALTER TABLE pg_labels.listeners ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+ALTER TABLE pg_labels.crossings ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+ALTER TABLE pg_labels.grants ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+CREATE POLICY runs_visible ON pg_labels.runs
+    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.runs'::pg_catalog.regclass, 'INSERT'))
+           OR pg_labels.visible(labels));
+CREATE POLICY steps_visible ON pg_labels.steps
+    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.regclass, 'INSERT'))
+           OR (pg_labels.visible(labels) AND EXISTS (SELECT FROM pg_labels.runs r WHERE r.id = run_id)));
+CREATE POLICY artifacts_visible ON pg_labels.artifacts
+    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.artifacts'::pg_catalog.regclass, 'INSERT'))
+           OR pg_labels.visible(labels));
+CREATE POLICY shares_visible ON pg_labels.shares
+    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.shares'::pg_catalog.regclass, 'INSERT'))
+           OR EXISTS (SELECT FROM pg_labels.artifacts a WHERE a.id = artifact_id));
+CREATE POLICY agent_versions_visible ON pg_labels.agent_versions
+    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.agent_versions'::pg_catalog.regclass, 'INSERT'))
+           OR pg_labels.visible(@extschema@.labelset(scope)));
+CREATE POLICY listeners_visible ON pg_labels.listeners
+    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.listeners'::pg_catalog.regclass, 'INSERT'))
+           OR pg_labels.visible(@extschema@.labelset(scope)));
+-- crossings are written only through authorize_crossing() and revoke_crossing(), which run
+-- as the owner; the guard trigger refuses every other write, so no policy lets one through
+CREATE POLICY crossings_visible ON pg_labels.crossings
+    USING ((SELECT pg_catalog.has_function_privilege(
+                'pg_labels.authorize_crossing(@extschema@.scope, @extschema@.scope, text, timestamptz)', 'EXECUTE')
+                OR pg_catalog.has_function_privilege('pg_labels.revoke_crossing(bigint, text)', 'EXECUTE'))
+           OR pg_labels.visible(@extschema@.labelset(from_scope))
+           OR pg_labels.visible(@extschema@.labelset(to_scope)));
+CREATE POLICY grants_visible ON pg_labels.grants
+    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.grants'::pg_catalog.regclass, 'INSERT'))
+           OR EXISTS (SELECT FROM pg_catalog.pg_roles r
+                       WHERE r.rolname = role AND pg_catalog.pg_has_role(r.oid, 'MEMBER'))
+           OR pg_labels.visible(@extschema@.labelset(scope)));
+-- every partition has the table's row-level security (a query naming a partition is not
+-- filtered by the table's policies) and its own TRUNCATE guard (a TRUNCATE of one partition
+-- does not fire the table's)
+DO $ring$
+DECLARE
+    part text;
+BEGIN
+    FOR part IN SELECT 'pg_labels.steps_' || lpad(s::text, 2, '0') FROM generate_series(0, 23) s LOOP
+        EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY', part);
+        EXECUTE format($p$CREATE POLICY steps_visible ON %s
+            USING ((SELECT pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.regclass, 'INSERT'))
+                   OR (pg_labels.visible(labels) AND EXISTS (SELECT FROM pg_labels.runs r WHERE r.id = run_id)))$p$, part);
+        EXECUTE format('CREATE TRIGGER steps_no_truncate BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only()', part);
+    END LOOP;
+END
+$ring$;
+
+----------------------------------------------------------------------------------------
+-- Views for analysts (with the caller's rights, so row-level security applies)
+----------------------------------------------------------------------------------------
+CREATE VIEW pg_labels.trail WITH (security_invoker = true) AS
+SELECT s.id, s.run_id, r.scope AS run_scope, r.agent, r.agent_version, s.kind, s.tool, s.labels,
+       s.args, s.decision, s.rule, s.reason, s.request_id, s.origin_run, s.artifact_id, s.digest,
+       s.share_id, s.crossing_ids, s.actor, s.created_at
+FROM pg_labels.steps s
+JOIN pg_labels.runs r ON r.id = s.run_id;
+COMMENT ON VIEW pg_labels.trail IS 'Every step with its run''s scope and agent, ready to read';
+
+CREATE VIEW pg_labels.refusals WITH (security_invoker = true) AS
+SELECT t.id AS step_id, t.run_id, t.run_scope, t.agent, t.tool, t.args, t.labels, t.decision,
+       t.rule, t.reason, t.actor, t.created_at
+FROM pg_labels.trail t
+WHERE t.kind = 'gate_decided' AND t.decision IN ('block', 'ask');
+COMMENT ON VIEW pg_labels.refusals IS
+    'Gate decisions that blocked a call or asked for a person, by rule (refused tool_called steps roll back and leave no row)';
+
+CREATE VIEW pg_labels.approval_points WITH (security_invoker = true) AS
+SELECT v.agent, v.version, v.scope, p.step, p.tool, t.effect, p.path, v.published_at
+FROM pg_labels.agent_versions v
+CROSS JOIN LATERAL pg_catalog.jsonb_to_recordset(v.needs_approval) AS p (step text, tool text, path text)
+LEFT JOIN pg_labels.tools t ON t.name = p.tool;
+COMMENT ON VIEW pg_labels.approval_points IS
+    'The reversible writes of published versions that untrusted data can reach: the gate asks a person for each such call';
+
+
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.tools', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.listeners', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.listeners_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.grants', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.agent_versions', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.runs', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.steps_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.crossings', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.crossings_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.artifacts', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.shares', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.shares_id_seq', '');

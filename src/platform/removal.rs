@@ -1,0 +1,87 @@
+//! Removing the extension: `pg_labels.on_drop_extension()`, an event trigger before every
+//! `DROP EXTENSION`.
+//!
+//! The platform's tables are not members of the extension, so `DROP EXTENSION pg_labels` would
+//! otherwise leave them behind without their triggers and policies (open), or, with CASCADE,
+//! drop their labels columns (the trail, silently). So: while the trail holds rows, the drop is
+//! refused, with or without CASCADE (`2BP01`, saying how to remove it on purpose); when it holds
+//! none, the platform's tables and views go first (with CASCADE if the drop cascades), and the
+//! drop proceeds.
+
+use crate::pg::error::Result;
+use crate::pg::fmgr::Call;
+use crate::pg::spi::{as_owner, run, with_spi, SavedPlan};
+use crate::pg::trigger::{drop_extension_event, platform_schema};
+use crate::platform::catalog::{platform_owner, relation};
+use crate::sql_function;
+use pg_labels_core::refusal;
+use pgrx::pg_sys::{Datum, Oid};
+
+/// The tables that hold the trail.
+const TRAIL: [&std::ffi::CStr; 6] = [c"runs", c"steps", c"artifacts", c"shares", c"crossings", c"agent_versions"];
+
+/// The platform's relations: every table and view of schema pg_labels that is not a member of
+/// the extension and not a partition (partitions go with their table).
+static PLATFORM_RELATIONS: SavedPlan = SavedPlan::new(
+    c"SELECT pg_catalog.string_agg(c.oid::pg_catalog.regclass::text, ', ' ORDER BY c.relname) FILTER (WHERE c.relkind = 'v'),
+             pg_catalog.string_agg(c.oid::pg_catalog.regclass::text, ', ' ORDER BY c.relname) FILTER (WHERE c.relkind IN ('r', 'p'))
+        FROM pg_catalog.pg_class c
+       WHERE c.relnamespace = 'pg_labels'::pg_catalog.regnamespace
+         AND c.relkind IN ('r', 'p', 'v') AND NOT c.relispartition
+         AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d
+                          WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid
+                            AND d.deptype = 'e')",
+);
+
+sql_function! {
+    /// Event trigger `ddl_command_start WHEN TAG IN ('DROP EXTENSION')`.
+    fn pgl_on_drop_extension(call) {
+        on_drop_extension(&call)
+    }
+}
+
+fn on_drop_extension(call: &Call<'_>) -> Result<Datum> {
+    let Some(drop) = drop_extension_event(call, "pg_labels.on_drop_extension()")? else {
+        return Ok(Datum::from(0usize));
+    };
+    let Some(namespace) = platform_schema() else {
+        return Ok(Datum::from(0usize));
+    };
+    if !drop.names.iter().any(|n| n == "pg_labels") {
+        return Ok(Datum::from(0usize));
+    }
+    // the schema may hold no platform tables (a restore that never brought them)
+    let owner = match platform_owner() {
+        Ok(o) => o,
+        Err(_) => return Ok(Datum::from(0usize)),
+    };
+    as_owner(owner, || {
+        with_spi(|spi| {
+            // how many rows each trail table that exists holds
+            let mut held = Vec::new();
+            for t in TRAIL {
+                if relation(namespace, t) == Oid::INVALID {
+                    continue;
+                }
+                let t = t.to_str().unwrap_or_default();
+                let rows = run(spi, &format!("SELECT count(*) FROM pg_labels.{t}"), true)?;
+                let n = rows.must::<i64>(0, 1)?;
+                if n > 0 {
+                    held.push((t, n));
+                }
+            }
+            if !held.is_empty() {
+                return Err(refusal::drop_refused(&held).into());
+            }
+            let rels = PLATFORM_RELATIONS.execute(spi, &[], &[], true, 0)?;
+            let cascade = if drop.cascade { " CASCADE" } else { "" };
+            if let Some(views) = rels.get::<String>(0, 1)? {
+                run(spi, &format!("DROP VIEW {views}{cascade}"), false)?;
+            }
+            if let Some(tables) = rels.get::<String>(0, 2)? {
+                run(spi, &format!("DROP TABLE {tables}{cascade}"), false)?;
+            }
+            Ok(Datum::from(0usize))
+        })
+    })
+}
