@@ -1,0 +1,12 @@
+-- An install as a DBA sets it up: the extension, and the privileges of the roles that use it
+-- (platform service, approver, crossing authorizer, analyst). Privileges are schema, not data:
+-- a data-only restore goes into an install set up like this.
+CREATE EXTENSION pg_labels;
+GRANT USAGE ON SCHEMA pg_labels TO dump_platform, dump_alice, dump_bob, dump_analyst;
+GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts, pg_labels.shares,
+  pg_labels.agent_versions TO dump_platform;
+GRANT SELECT ON pg_labels.tools, pg_labels.listeners TO dump_platform;
+GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) TO dump_alice;
+GRANT EXECUTE ON FUNCTION pg_labels.authorize_crossing(scope, scope, text, timestamptz),
+  pg_labels.revoke_crossing(bigint, text) TO dump_bob;
+GRANT SELECT ON pg_labels.runs, pg_labels.steps, pg_labels.trail TO dump_analyst;
