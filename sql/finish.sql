@@ -41,4 +41,6 @@ COMMENT ON FUNCTION pg_labels.on_drop_extension() IS
 CREATE EVENT TRIGGER pg_labels_drop_extension ON ddl_command_start
     WHEN TAG IN ('DROP EXTENSION')
     EXECUTE FUNCTION pg_labels.on_drop_extension();
+COMMENT ON EVENT TRIGGER pg_labels_drop_extension IS
+    'Refuses DROP EXTENSION pg_labels while the trail holds rows';
 

@@ -98,12 +98,12 @@ COMMENT ON FUNCTION pg_labels.revoke_crossing(bigint, text) IS
 
 CREATE FUNCTION pg_labels.enter_scope(scope @extschema@.scope, for_session boolean DEFAULT false)
 RETURNS @extschema@.scope
-AS 'MODULE_PATHNAME', 'pgl_enter_scope' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+AS 'MODULE_PATHNAME', 'pgl_enter_scope' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION pg_labels.enter_scope(@extschema@.scope, boolean) IS
     'Enters a scope a grant of the current role (or a role it is a member of) reaches, until the end of the transaction (for_session: until leave_scope(), DISCARD ALL or the end of the session); refused (42501) otherwise';
 
 CREATE FUNCTION pg_labels.leave_scope() RETURNS void
-AS 'MODULE_PATHNAME', 'pgl_leave_scope' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+AS 'MODULE_PATHNAME', 'pgl_leave_scope' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION pg_labels.leave_scope() IS 'Leaves the entered scope: nothing is visible any more';
 
 CREATE FUNCTION pg_labels.current_scope() RETURNS @extschema@.scope

@@ -388,6 +388,25 @@ SELECT s.id, s.run_id, r.scope AS run_scope, r.agent, r.agent_version, s.kind, s
 FROM pg_labels.steps s
 JOIN pg_labels.runs r ON r.id = s.run_id;
 COMMENT ON VIEW pg_labels.trail IS 'Every step with its run''s scope and agent, ready to read';
+-- the view's columns say what the table's say (the steps' own, and three of the run's)
+DO $comments$
+DECLARE
+    c record;
+BEGIN
+    FOR c IN SELECT a.attname, coalesce(
+                 pg_catalog.col_description('pg_labels.steps'::pg_catalog.regclass,
+                     (SELECT attnum FROM pg_catalog.pg_attribute
+                       WHERE attrelid = 'pg_labels.steps'::pg_catalog.regclass AND attname = a.attname)),
+                 CASE a.attname WHEN 'run_scope' THEN 'The run''s scope'
+                                WHEN 'agent' THEN 'The run''s agent'
+                                WHEN 'agent_version' THEN 'The published version the run runs, if any' END) AS text
+               FROM pg_catalog.pg_attribute a
+              WHERE a.attrelid = 'pg_labels.trail'::pg_catalog.regclass AND a.attnum > 0
+    LOOP
+        EXECUTE format('COMMENT ON COLUMN pg_labels.trail.%I IS %L', c.attname, c.text);
+    END LOOP;
+END
+$comments$;
 
 CREATE VIEW pg_labels.refusals WITH (security_invoker = true) AS
 SELECT t.id AS step_id, t.run_id, t.run_scope, t.agent, t.tool, t.args, t.labels, t.decision,
@@ -396,6 +415,18 @@ FROM pg_labels.trail t
 WHERE t.kind = 'gate_decided' AND t.decision IN ('block', 'ask');
 COMMENT ON VIEW pg_labels.refusals IS
     'Gate decisions that blocked a call or asked for a person, by rule (refused tool_called steps roll back and leave no row)';
+COMMENT ON COLUMN pg_labels.refusals.step_id IS 'The gate_decided step';
+COMMENT ON COLUMN pg_labels.refusals.run_id IS 'Its run';
+COMMENT ON COLUMN pg_labels.refusals.run_scope IS 'The run''s scope';
+COMMENT ON COLUMN pg_labels.refusals.agent IS 'The run''s agent';
+COMMENT ON COLUMN pg_labels.refusals.tool IS 'The tool the gate was asked about';
+COMMENT ON COLUMN pg_labels.refusals.args IS 'The call''s arguments';
+COMMENT ON COLUMN pg_labels.refusals.labels IS 'What the step carried';
+COMMENT ON COLUMN pg_labels.refusals.decision IS 'block or ask';
+COMMENT ON COLUMN pg_labels.refusals.rule IS 'The rule that decided';
+COMMENT ON COLUMN pg_labels.refusals.reason IS 'Why, in one line';
+COMMENT ON COLUMN pg_labels.refusals.actor IS 'The role that asked';
+COMMENT ON COLUMN pg_labels.refusals.created_at IS 'When';
 
 CREATE VIEW pg_labels.approval_points WITH (security_invoker = true) AS
 SELECT v.agent, v.version, v.scope, p.step, p.tool, t.effect, p.path, v.published_at
@@ -404,6 +435,14 @@ CROSS JOIN LATERAL pg_catalog.jsonb_to_recordset(v.needs_approval) AS p (step te
 LEFT JOIN pg_labels.tools t ON t.name = p.tool;
 COMMENT ON VIEW pg_labels.approval_points IS
     'The reversible writes of published versions that untrusted data can reach: the gate asks a person for each such call';
+COMMENT ON COLUMN pg_labels.approval_points.agent IS 'The published agent';
+COMMENT ON COLUMN pg_labels.approval_points.version IS 'Its version';
+COMMENT ON COLUMN pg_labels.approval_points.scope IS 'The scope its runs have';
+COMMENT ON COLUMN pg_labels.approval_points.step IS 'The declared step that needs a person';
+COMMENT ON COLUMN pg_labels.approval_points.tool IS 'The tool it calls';
+COMMENT ON COLUMN pg_labels.approval_points.effect IS 'The tool''s effect in the catalog now';
+COMMENT ON COLUMN pg_labels.approval_points.path IS 'How untrusted data reaches it: the declared steps, from the source';
+COMMENT ON COLUMN pg_labels.approval_points.published_at IS 'When the version was published';
 
 
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.tools', '');

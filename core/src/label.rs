@@ -73,6 +73,19 @@ impl<'a> Label<'a> {
         );
     }
 
+    /// The length of the text form, in bytes.
+    pub fn text_len(self) -> usize {
+        let ns = match self.kind() {
+            AREA => 5,
+            COMPANY => 8,
+            INSTALLATION => return 12,
+            ORIGIN => 7,
+            TAG => 4,
+            _ => 2,
+        };
+        ns + self.value().len()
+    }
+
     pub fn to_text(self) -> String {
         let mut out = Vec::with_capacity(self.0.len() + 8);
         self.write_text(&mut out);

@@ -219,6 +219,16 @@ impl<'a> LabelSet<'a> {
         out.push(b'}');
     }
 
+    /// The length of the text form (`{a,b}`), in bytes: what [`LabelSet::write_text`] appends.
+    pub fn text_len(self) -> usize {
+        let (mut len, mut n) = (2, 0);
+        for l in self.iter() {
+            len += l.text_len();
+            n += 1;
+        }
+        len + n.max(1) - 1
+    }
+
     pub fn to_text(self) -> String {
         let mut out = Vec::with_capacity(self.0.len() + 16);
         self.write_text(&mut out);

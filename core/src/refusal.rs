@@ -585,15 +585,14 @@ pub fn read_refused(run: &str, run_scope: &[u8], artifact: &str, uncovered: &[u8
     .hint(SHARE_HINT)
 }
 
-/// A context read whose stated origin run or digest is not the artifact's.
-pub fn read_mismatch(artifact: &str, what: &str, claimed: &str, recorded: &str) -> Refusal {
+/// A context read whose stated origin run or digest is not the artifact's. What the artifact
+/// records is not said: the writer may not be allowed to read the artifact.
+pub fn read_mismatch(artifact: &str, what: &str, claimed: &str) -> Refusal {
     Refusal::check(
         "steps_context_read_check",
         format!("context_read: the step's {what} is not artifact {artifact}'s"),
     )
-    .detail(format!(
-        "The step names {what} {claimed}; artifact {artifact} records {recorded}."
-    ))
+    .detail(format!("The step names {what} {claimed}, which artifact {artifact} does not record."))
     .hint("Leave origin_run and digest NULL: they are filled from the artifact. A different digest means different content.")
 }
 

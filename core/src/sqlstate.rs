@@ -33,6 +33,7 @@ pub const INSUFFICIENT_PRIVILEGE: SqlState = *b"42501";
 pub const SERIALIZATION_FAILURE: SqlState = *b"40001";
 pub const TRIGGER_PROTOCOL_VIOLATED: SqlState = *b"39P01";
 pub const PROGRAM_LIMIT_EXCEEDED: SqlState = *b"54000";
+pub const OUT_OF_MEMORY: SqlState = *b"53200";
 pub const NOT_IN_PREREQUISITE_STATE: SqlState = *b"55000";
 pub const OBJECT_IN_USE: SqlState = *b"55006";
 pub const DEPENDENT_OBJECTS_STILL_EXIST: SqlState = *b"2BP01";

@@ -243,6 +243,19 @@ proptest! {
             ma.iter().filter(|l| l.starts_with("origin:")).cloned().collect::<BTreeSet<_>>());
     }
 
+    /// `text_len` is what the output function will write, so the buffer is reserved once.
+    #[test]
+    fn text_len_is_the_text_forms_length(a in label_list()) {
+        let ba = body(&a);
+        let set = LabelSet::from_body(&ba).unwrap();
+        let mut out = Vec::new();
+        set.write_text(&mut out);
+        prop_assert_eq!(set.text_len(), out.len());
+        for l in set.iter() {
+            prop_assert_eq!(l.text_len(), l.to_text().len());
+        }
+    }
+
     #[test]
     fn barrier_agrees_with_labelset_scope(s in scope_text(), a in label_list()) {
         let (p, ba) = (path(&s), body(&a));

@@ -4,7 +4,8 @@
 //! its message, but with the SQLSTATE squeezed through pgrx's closed enum (our own `23L0x`
 //! codes would come back as `XX000`) and without the constraint name. The few calls that can
 //! raise a rule's refusal (SPI statements that fire this extension's triggers) or that wait on a
-//! lock (where cancellations, lock timeouts and deadlocks arise) go through [`catch`] instead:
+//! lock (opening a table, locking a row: where cancellations, lock timeouts and deadlocks
+//! arise) go through [`catch`] instead:
 //! it sets its own `sigsetjmp` restore point, calls the raw C function, and on a longjmp copies
 //! the `ErrorData` into an [`Error`] that [`crate::pg::error::raise`] re-raises unchanged.
 
@@ -23,6 +24,8 @@ unsafe extern "C-unwind" {
         read_only: bool,
         tcount: c_long,
     ) -> c_int;
+    #[link_name = "try_table_open"]
+    pub fn try_table_open(relation_id: pg_sys::Oid, lockmode: pg_sys::LOCKMODE) -> pg_sys::Relation;
     #[link_name = "SPI_execute"]
     pub fn spi_execute(src: *const c_char, read_only: bool, tcount: c_long) -> c_int;
     #[link_name = "SPI_execute_snapshot"]

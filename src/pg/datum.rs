@@ -258,6 +258,19 @@ impl Jsonb {
         let c = std::ffi::CString::new(text).map_err(|_| {
             Error::new(crate::pg::error::INVALID_PARAMETER_VALUE, "NUL in JSON")
         })?;
+        Self::from_cstr(&c)
+    }
+
+    /// A `jsonb` datum from JSON text that ends with its NUL (and has no other), without
+    /// copying it first.
+    pub fn from_nul_terminated(text: &[u8]) -> Result<Jsonb> {
+        let c = CStr::from_bytes_with_nul(text).map_err(|_| {
+            Error::new(crate::pg::error::INVALID_PARAMETER_VALUE, "NUL in JSON")
+        })?;
+        Self::from_cstr(c)
+    }
+
+    fn from_cstr(c: &CStr) -> Result<Jsonb> {
         // SAFETY: jsonb_in reads a NUL-terminated string.
         unsafe {
             let (mut input, mut ioparam) = (Oid::INVALID, Oid::INVALID);

@@ -244,15 +244,35 @@ pub unsafe fn external_id(p: *mut pg_sys::varlena) -> Option<(Oid, Oid)> {
     }
 }
 
-/// Build a varlena from parts (4-byte header), in the current memory context.
-pub fn varlena_from(parts: &[&[u8]]) -> Result<Datum> {
-    let len: usize = parts.iter().map(|p| p.len()).sum();
+/// A value of `len` bytes is one PostgreSQL can hold (54000 otherwise).
+fn within_limit(len: usize) -> Result<()> {
     if len > MAX_DATUM {
         return Err(Error::new(
             error::PROGRAM_LIMIT_EXCEEDED,
             format!("value of {len} bytes exceeds the maximum of {MAX_DATUM}"),
         ));
     }
+    Ok(())
+}
+
+/// An empty buffer with room for a result of `len` bytes, reserved up front: a value too large
+/// for PostgreSQL is refused (54000) and an allocation the system refuses is an out-of-memory
+/// error (53200), where a Rust allocation failing later, while the value grows, would abort
+/// the backend and with it every session of the cluster.
+pub fn result_buffer(len: usize) -> Result<Vec<u8>> {
+    within_limit(len)?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| {
+        Error::new(error::OUT_OF_MEMORY, "out of memory")
+            .detail(format!("Failed on a request of {len} bytes."))
+    })?;
+    Ok(out)
+}
+
+/// Build a varlena from parts (4-byte header), in the current memory context.
+pub fn varlena_from(parts: &[&[u8]]) -> Result<Datum> {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    within_limit(len)?;
     // SAFETY: palloc returns `total` writable bytes (or raises); we fill exactly those.
     unsafe {
         let total = len + pg_sys::VARHDRSZ;
@@ -275,6 +295,7 @@ pub fn ret_bytes(bytes: &[u8]) -> Result<Datum> {
 
 /// A `cstring` result.
 pub fn ret_cstring(bytes: &[u8]) -> Result<Datum> {
+    within_limit(bytes.len())?;
     // SAFETY: palloc returns len + 1 writable bytes (or raises).
     unsafe {
         let p = pg_sys::palloc(bytes.len() + 1) as *mut u8;

@@ -15,14 +15,18 @@ pub struct Table {
 }
 
 impl Table {
-    /// Open `oid` with `lock` if it still exists.
-    pub fn open(oid: Oid, lock: u32) -> Option<Table> {
+    /// Open `oid` with `lock` if it still exists. Waiting for the lock can end in a lock
+    /// timeout, a cancel or a deadlock: that error comes back whole (see [`crate::pg::catch`]).
+    pub fn open(oid: Oid, lock: u32) -> Result<Option<Table>> {
         if oid == Oid::INVALID {
-            return None;
+            return Ok(None);
         }
-        // SAFETY: try_table_open returns NULL when the relation is gone.
-        let rel = unsafe { pg_sys::try_table_open(oid, lock as i32) };
-        (!rel.is_null()).then_some(Table { rel })
+        // SAFETY: try_table_open returns NULL when the relation is gone; the closure owns
+        // nothing (see catch).
+        let rel = unsafe {
+            crate::pg::catch::catch(|| crate::pg::catch::try_table_open(oid, lock as i32))
+        }?;
+        Ok((!rel.is_null()).then_some(Table { rel }))
     }
 
     /// The relation's name and schema.

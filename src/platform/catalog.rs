@@ -65,7 +65,7 @@ pub fn relation(namespace: Oid, name: &CStr) -> Oid {
 
 fn lookup(namespace: Oid) -> Result<Rels> {
     let pkey = |rel: Oid, what: &str| -> Result<Oid> {
-        let t = Table::open(rel, pg_sys::AccessShareLock).ok_or_else(|| missing(what))?;
+        let t = Table::open(rel, pg_sys::AccessShareLock)?.ok_or_else(|| missing(what))?;
         Ok(t.primary_key())
     };
     let runs = relation(namespace, c"runs");
@@ -97,14 +97,14 @@ fn open(namespace: Oid, which: &CStr, lock: u32) -> Result<(Table, Oid)> {
     let cached = RELS.get();
     if cached.namespace == namespace {
         let (oid, pk) = pick(&cached);
-        if let Some(t) = Table::open(oid, lock).filter(|t| t.is(which, namespace)) {
+        if let Some(t) = Table::open(oid, lock)?.filter(|t| t.is(which, namespace)) {
             return Ok((t, pk));
         }
     }
     let fresh = lookup(namespace)?;
     RELS.set(fresh);
     let (oid, pk) = pick(&fresh);
-    match Table::open(oid, lock).filter(|t| t.is(which, namespace)) {
+    match Table::open(oid, lock)?.filter(|t| t.is(which, namespace)) {
         Some(t) => Ok((t, pk)),
         None => Err(missing(&which.to_string_lossy())),
     }

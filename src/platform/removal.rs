@@ -1,12 +1,15 @@
 //! Removing the extension: `pg_labels.on_drop_extension()`, an event trigger before every
 //! `DROP EXTENSION`.
 //!
-//! The platform's tables are not members of the extension, so `DROP EXTENSION pg_labels` would
-//! otherwise leave them behind without their triggers and policies (open), or, with CASCADE,
-//! drop their labels columns (the trail, silently). So: while the trail holds rows, the drop is
-//! refused, with or without CASCADE (`2BP01`, saying how to remove it on purpose); when it holds
-//! none, the platform's tables and views go first (with CASCADE if the drop cascades), and the
-//! drop proceeds.
+//! `DROP EXTENSION pg_labels` would drop the trail with the extension's tables, and with
+//! CASCADE the `labelset` columns of users' tables too, silently. So: while the trail holds
+//! rows, the drop is refused, with or without CASCADE (`2BP01`, saying how to remove it on
+//! purpose). When it holds none, any table or view left in the schema that is not a member
+//! (one a DBA added) goes first (with CASCADE if the drop cascades), and the drop proceeds.
+//!
+//! Only a role that may drop the extension (its owner, or a superuser) gets this far: anyone
+//! else is left to PostgreSQL's own ownership error, without the trigger counting the trail or
+//! locking anything on their behalf.
 
 use crate::pg::error::Result;
 use crate::pg::fmgr::Call;
@@ -33,6 +36,15 @@ static PLATFORM_RELATIONS: SavedPlan = SavedPlan::new(
                             AND d.deptype = 'e')",
 );
 
+/// The current role owns the extension (or is a superuser): it may drop it.
+static MAY_DROP: SavedPlan = SavedPlan::new(
+    c"SELECT pg_catalog.pg_has_role(e.extowner, 'USAGE') FROM pg_catalog.pg_extension e WHERE e.extname = 'pg_labels'",
+);
+
+fn may_drop() -> Result<bool> {
+    with_spi(|spi| Ok(MAY_DROP.execute(spi, &[], &[], true, 1)?.get::<bool>(0, 1)?.unwrap_or(false)))
+}
+
 sql_function! {
     /// Event trigger `ddl_command_start WHEN TAG IN ('DROP EXTENSION')`.
     fn pgl_on_drop_extension(call) {
@@ -48,6 +60,9 @@ fn on_drop_extension(call: &Call<'_>) -> Result<Datum> {
         return Ok(Datum::from(0usize));
     };
     if !drop.names.iter().any(|n| n == "pg_labels") {
+        return Ok(Datum::from(0usize));
+    }
+    if !may_drop()? {
         return Ok(Datum::from(0usize));
     }
     // the schema may hold no platform tables (a restore that never brought them)

@@ -245,18 +245,12 @@ pub fn read(
     // what the step says it read must be what the artifact is
     if let Some(o) = claimed_origin {
         if o != art.origin_run {
-            return Err(refusal::read_mismatch(
-                &art_text,
-                "origin_run",
-                &o.to_string(),
-                &art.origin_run.to_string(),
-            )
-            .into());
+            return Err(refusal::read_mismatch(&art_text, "origin_run", &o.to_string()).into());
         }
     }
     if let Some(d) = claimed_digest {
         if d != art.digest {
-            return Err(refusal::read_mismatch(&art_text, "digest", d, &art.digest).into());
+            return Err(refusal::read_mismatch(&art_text, "digest", d).into());
         }
     }
 

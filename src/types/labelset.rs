@@ -37,8 +37,9 @@ sql_function! {
     fn pgl_labelset_in(call) { labelset_datum(&parse_labelset(call.cstring(0))?) }
 
     fn pgl_labelset_out(call) {
-        let mut out = Vec::new();
-        call.labelset(0)?.write_text(&mut out);
+        let set = call.labelset(0)?;
+        let mut out = result_buffer(set.text_len())?;
+        set.write_text(&mut out);
         ret_cstring(&out)
     }
 
@@ -107,7 +108,9 @@ sql_function! {
     /// `jsonb(labelset)`: a JSON array of the labels (no label needs JSON escaping).
     fn pgl_labelset_to_jsonb(call) {
         let set = call.labelset(0)?;
-        let mut out = Vec::from(&b"["[..]);
+        // `{a,b}` becomes `["a", "b"]` and a NUL: three more bytes per label and two more
+        let mut out = result_buffer(set.text_len() + 3 * set.len() + 2)?;
+        out.push(b'[');
         for (i, l) in set.iter().enumerate() {
             if i > 0 {
                 out.extend_from_slice(b", ");
@@ -116,8 +119,8 @@ sql_function! {
             l.write_text(&mut out);
             out.push(b'"');
         }
-        out.extend_from_slice(b"]");
-        Ok(Jsonb::from_text(&String::from_utf8_lossy(&out))?.0)
+        out.extend_from_slice(b"]\0");
+        Ok(Jsonb::from_nul_terminated(&out)?.0)
     }
 
     fn pgl_labelset_eq(call) { ret_bool(call.labelset(0)? == call.labelset(1)?) }
