@@ -8,6 +8,8 @@
 #   scripts/bench.sh publication  the publication check on 10,000-step declarations
 #   scripts/bench.sh lineage    lineage over a 10,000-run chain
 #   scripts/bench.sh bigrun     a run carrying 100,000 labels against one carrying one
+#   scripts/bench.sh purge      removing a month of a 10M-step trail: purge() against DELETE
+#                               (PURGE_STEPS=n for another size; not part of "all": ~10 minutes)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 what=${1:-all}
 
@@ -98,4 +100,11 @@ if [ "$what" = all ] || [ "$what" = bigrun ]; then
         "$(echo "$b / $s" | bc -l)"
     "$PGBIN/psql" -X -q -d bench_bigrun -f "$ROOT/bench/bigrun_after.sql"
     psql_q -d bench_bigrun -c "DROP OWNED BY bench_analyst" -c "DROP ROLE bench_analyst"
+fi
+
+if [ "$what" = purge ]; then
+    psql_q -c "DROP DATABASE IF EXISTS bench_purge" -c "CREATE DATABASE bench_purge"
+    psql_q -d bench_purge -c "CREATE EXTENSION pg_labels"
+    log "purge: a month of ${PURGE_STEPS:-10000000} steps, purge() against DELETE and VACUUM"
+    "$PGBIN/psql" -X -q -d bench_purge -v steps="${PURGE_STEPS:-10000000}" -f "$ROOT/bench/purge.sql"
 fi

@@ -46,6 +46,9 @@ install_extension() {
     log "building and installing pg_labels (profile $profile)"
     (cd "$ROOT" && cargo pgrx install --pg-config "$PG_CONFIG" --profile "$profile" 2>&1 |
         grep -vE '^\s+(Compiling|Checking|Fresh)\b' || true)
+    # the install scripts of released versions, frozen (sql/released/): ALTER EXTENSION UPDATE
+    # starts from them, and a database restored from an older release needs its version
+    cp "$ROOT"/sql/released/pg_labels--*.sql "$($PG_CONFIG --sharedir)/extension/"
     test -f "$($PG_CONFIG --pkglibdir)/pg_labels.so"
 }
 

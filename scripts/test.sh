@@ -4,7 +4,7 @@
 #   scripts/test.sh              everything (CI runs this: .ci/run)
 #   scripts/test.sh SUITE ...    one or more suites: core, pgtest, structure, types, platform,
 #                                sharing, publication, rls, docs, security, isolation,
-#                                concurrency, dump
+#                                concurrency, dump, upgrade
 #   scripts/test.sh FILE ...     one or more pg_regress files by name (e.g. trail, scope)
 # Ends with the standard "N passed, N failed" line; exits non-zero if anything failed.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -18,7 +18,7 @@ declare -A REGRESS=(
     [rls]="rls provenance"
     [security]="hostile_triggers hardening"
 )
-ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump)
+ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade)
 
 passed=0
 failed=0
@@ -80,8 +80,20 @@ done
 [ ${#files[@]} -gt 0 ] && needs_cluster=1
 [ $needs_cluster = 0 ] && { summary; exit $((failed > 0)); }
 
-# cargo pgrx test leaves its debug build installed: put the tested build in its place.
-install_extension ci
+# Build and install with the README's install steps, run as written (tests/docs/run.py
+# --install), so that the suite tests what a user's install makes; with the release profile's
+# fat LTO off (two cores: minutes), as the ci profile does. This also replaces the debug build
+# cargo pgrx test leaves installed.
+log "building and installing pg_labels with the README's install steps (release, LTO off)"
+install_log=$(mktemp /tmp/pg_labels_install.XXXXXX)
+if ! CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_INCREMENTAL=true \
+        python3 "$ROOT/tests/docs/run.py" "$ROOT" --install >"$install_log" 2>&1; then
+    cat "$install_log" >&2
+    echo "the README's install steps failed" >&2
+    exit 1
+fi
+grep -vE '^\s+(Compiling|Checking|Fresh)\b' "$install_log" | tail -5
+rm -f "$install_log"
 PG_EXTRA_OPTS="-c track_commit_timestamp=on" start_cluster
 export PG_LABELS_SCRATCH=$CLUSTER_DIR
 
@@ -140,6 +152,11 @@ fi
 if wants dump; then
     log "pg_dump keeps the trail"
     set +e; "$ROOT/tests/dump/run.sh"; result dump $?; set -e
+fi
+
+if wants upgrade; then
+    log "ALTER EXTENSION UPDATE from every released version"
+    set +e; "$ROOT/tests/upgrade/run.sh"; result upgrade $?; set -e
 fi
 
 if wants security || [[ " ${files[*]} " == *" hostile_triggers "* ]]; then

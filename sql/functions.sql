@@ -10,7 +10,7 @@ COMMENT ON SCHEMA pg_labels IS 'pg_labels platform tables: runs, steps, tools, l
 
 --------------------------------------------------------------------------------------------
 -- Trigger functions (C, src/platform/): each refuses to run for any other table, event,
--- timing or level than the one it is attached to by create_platform()
+-- timing or level than the one it is attached to in sql/schema.sql
 --------------------------------------------------------------------------------------------
 
 CREATE FUNCTION pg_labels.runs_open() RETURNS trigger

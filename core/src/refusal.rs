@@ -694,10 +694,9 @@ pub fn drop_refused(held: &[(&str, i64)]) -> Refusal {
     )
     .detail(format!("The trail holds {}.", what.join(", ")))
     .hint(
-        "Dropping the extension would destroy the trail (with CASCADE as well). To remove pg_labels on purpose: \
-         back it up (pg_dump), then drop the platform's tables yourself (DROP TABLE pg_labels.steps, \
-         pg_labels.shares, pg_labels.artifacts, pg_labels.runs, pg_labels.crossings, pg_labels.agent_versions, \
-         pg_labels.listeners, pg_labels.grants, pg_labels.tools CASCADE), then DROP EXTENSION pg_labels.",
+        "Dropping the extension would destroy the trail (with CASCADE as well). To remove pg_labels on purpose, \
+         back the database up (pg_dump), then as a superuser: BEGIN; SET LOCAL session_replication_role = replica; \
+         DROP EXTENSION pg_labels CASCADE; COMMIT; (see the README, Removing the extension).",
     )
 }
 

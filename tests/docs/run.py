@@ -9,7 +9,12 @@ scripts/demo.sh runs them. The output (psql -a, errors inline) is compared with
 tests/docs/expected.out after replacing what changes from run to run (uuids, temp schemas).
 A block without a role, or any difference, fails the test.
 
+A ```sh block preceded by `<!-- run as root -->` (the install steps) is what scripts/test.sh
+runs to build and install the extension (`run.py ROOT --install`), verbatim, with bash from the
+repository's root: the suite tests the build the README's install steps make.
+
     tests/docs/run.py ROOT [--accept]   (PGHOST, PGPORT, PGUSER and PSQL from the environment)
+    tests/docs/run.py ROOT --install    (the README's install steps, as root)
 """
 import difflib
 import os
@@ -18,6 +23,7 @@ import subprocess
 import sys
 
 ANNOTATION = re.compile(r"^<!-- as ([a-z_][a-z0-9_]*) -->$")
+RUN_AS_ROOT = "<!-- run as root -->"
 CREATE_ROLE = re.compile(r"\bCREATE ROLE ([a-z_][a-z0-9_]*)", re.IGNORECASE)
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -46,6 +52,25 @@ def readme_blocks(path):
                 i += 1
             blocks.append((start, m.group(1), "\n".join(body)))
         i += 1
+    return blocks
+
+
+def shell_blocks(path):
+    """(line, text) of every ```sh block preceded by <!-- run as root -->."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    blocks = []
+    for i, line in enumerate(lines):
+        if line.strip() == "```sh":
+            j = i - 1
+            while j >= 0 and not lines[j].strip():
+                j -= 1
+            if j >= 0 and lines[j].strip() == RUN_AS_ROOT:
+                k = i + 1
+                body = []
+                while k < len(lines) and lines[k].strip() != "```":
+                    body.append(lines[k])
+                    k += 1
+                blocks.append((i + 1, "\n".join(body)))
     return blocks
 
 
@@ -95,6 +120,18 @@ def normalize(text):
 def main():
     root = sys.argv[1]
     accept = "--accept" in sys.argv[2:]
+    if "--install" in sys.argv[2:]:
+        blocks = shell_blocks(os.path.join(root, "README.md"))
+        if not blocks:
+            print("docs: README.md has no install block (<!-- run as root --> before ```sh)")
+            return 1
+        for line, text in blocks:
+            print(f"docs: README.md:{line}: the install steps, as written", flush=True)
+            done = subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=root, check=False)
+            if done.returncode != 0:
+                print(f"docs: FAILED (README.md:{line}: the install steps exited {done.returncode})")
+                return 1
+        return 0
     sql = script(root)
     psql = os.environ.get("PSQL", "psql")
     run = subprocess.run(

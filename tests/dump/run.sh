@@ -4,7 +4,7 @@
 #   plain      pg_dump | psql into a new database (ON_ERROR_STOP: not one error)
 #   directory  pg_dump -Fd -j2, pg_restore -j2 into a new database
 #   dumpall    pg_dumpall | psql into a new cluster (roles included)
-#   data-only  pg_restore --data-only into an existing install (setup.sql)
+#   data-only  pg_restore --data-only into an existing install (tests/workload/setup.sql)
 # After each: every platform table holds the same rows (sorted COPY), the same sequences,
 # privileges and policies; the sequences continue past the restored ids; and enforcement is on:
 # a tainted tool call is refused, the trail is append-only, a restored crossing is honored,
@@ -24,78 +24,12 @@ cleanup() {
 trap cleanup EXIT
 q() { "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 fail() { echo "dump: FAILED ($*)" >&2; exit 1; }
+source "$here/../workload/checks.sh"
 
 DATABASES=(dump_src dump_custom dump_plain dump_directory dump_data)
 for db in "${DATABASES[@]}"; do q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db"; done
-q -d postgres <<'SQL'
-DO $$ BEGIN
-  PERFORM 1 FROM pg_roles WHERE rolname = 'dump_platform';
-  IF NOT FOUND THEN
-    CREATE ROLE dump_platform LOGIN; CREATE ROLE dump_alice LOGIN;
-    CREATE ROLE dump_bob LOGIN; CREATE ROLE dump_analyst LOGIN;
-  END IF;
-END $$;
-SQL
-
-# What must survive: every table of the schema (sorted rows), sequences, privileges, policies.
-snapshot() { # $@: psql connection options
-    q "$@" -At <<'SQL'
-SELECT 'extension ' || extversion FROM pg_extension WHERE extname = 'pg_labels';
-SELECT format('sequence %s %s', c.relname, s.last_value)
-  FROM pg_class c, LATERAL (SELECT * FROM pg_sequences WHERE schemaname = 'pg_labels' AND sequencename = c.relname) s
- WHERE c.relnamespace = 'pg_labels'::regnamespace AND c.relkind = 'S' ORDER BY 1;
-SELECT format('acl %s %s', c.relname, c.relacl) FROM pg_class c
- WHERE c.relnamespace = 'pg_labels'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'S') ORDER BY 1;
-SELECT format('acl %s %s', p.oid::regprocedure, p.proacl) FROM pg_proc p
- WHERE p.pronamespace = 'pg_labels'::regnamespace ORDER BY 1;
-SELECT format('policy %s %s %s %s %s %s', tablename, policyname, permissive, roles, cmd, qual)
-  FROM pg_policies WHERE schemaname = 'pg_labels' ORDER BY 1;
-SELECT format('rls %s %s %s', relname, relrowsecurity, relforcerowsecurity) FROM pg_class
- WHERE relnamespace = 'pg_labels'::regnamespace AND relkind IN ('r', 'p') ORDER BY 1;
-SELECT format('trigger %s %s %s', tgrelid::regclass, tgname, tgenabled) FROM pg_trigger
- WHERE tgrelid IN (SELECT oid FROM pg_class WHERE relnamespace = 'pg_labels'::regnamespace) ORDER BY 1;
-SELECT format('rows %s: %s', c.relname, x.rows) FROM pg_class c,
-  LATERAL (SELECT (xpath('/row/r/text()', query_to_xml(format(
-    'SELECT coalesce(string_agg(t::text, %L ORDER BY t::text), %L) AS r FROM pg_labels.%I t',
-    E'\n', '', c.relname), false, true, '')))[1]::text AS rows) x
- WHERE c.relnamespace = 'pg_labels'::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition
- ORDER BY c.relname;
-SQL
-}
-
-# Enforcement after a restore. $@: psql connection options (the database included).
-enforced() {
-    local out
-    # ids continue: a new step, share and crossing take ids past the restored ones
-    local max_step max_crossing
-    max_step=$(q "$@" -At -c "SELECT max(id) FROM pg_labels.steps")
-    max_crossing=$(q "$@" -At -c "SELECT max(id) FROM pg_labels.crossings")
-    # run 1 read finance data shared under crossing 1: its call passes only if the restored
-    # crossing is honored
-    q "$@" -c "SET ROLE dump_platform" \
-        -c "INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('e0000000-0000-0000-0000-000000000001', 'tool_called', 'd.read')" \
-        || fail "a restored crossing is not honored"
-    [ "$(q "$@" -At -c "SELECT max(id) > $max_step FROM pg_labels.steps")" = t ] || fail "step ids do not continue"
-    out=$(q "$@" -At -c "SET ROLE dump_bob" -c "SELECT pg_labels.authorize_crossing('acme/finance', 'acme/ops', 'after restore')")
-    [ "$out" -gt "$max_crossing" ] || fail "crossing ids do not continue (got $out after $max_crossing)"
-    # refusals, by SQLSTATE: a tainted financial call; an UPDATE of the trail, even by the
-    # superuser; a decided row written by a non-superuser with row security off
-    out=$("$PGBIN/psql" -X -q "$@" -c '\set VERBOSITY sqlstate' -c "SET ROLE dump_platform" \
-        -c "INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('e0000000-0000-0000-0000-000000000001', 'tool_called', 'd.pay')" 2>&1 || true)
-    [[ "$out" == *"ERROR:  23L02"* ]] || fail "a tainted tool call is not refused: $out"
-    out=$("$PGBIN/psql" -X -q "$@" -c '\set VERBOSITY sqlstate' \
-        -c "UPDATE pg_labels.steps SET decision = 'allowed' WHERE id = (SELECT min(id) FROM pg_labels.steps)" 2>&1 || true)
-    [[ "$out" == *"ERROR:  23L05"* ]] || fail "the trail is not append-only: $out"
-    out=$("$PGBIN/psql" -X -q "$@" -c '\set VERBOSITY sqlstate' -c "SET ROLE dump_platform" -c "SET row_security = off" \
-        -c "INSERT INTO pg_labels.steps (run_id, kind, tool, decision) VALUES ('e0000000-0000-0000-0000-000000000001', 'tool_called', 'd.pay', 'allowed')" 2>&1 || true)
-    [[ "$out" == *"ERROR:  42501"* ]] || fail "a non-superuser wrote a decided row: $out"
-    # the analyst sees what the scope granted can carry (run 3; run 1 read finance data), only once entered
-    out=$(q "$@" -At -c "SET ROLE dump_analyst" -c "SELECT count(*) FROM pg_labels.runs" \
-        -c "SELECT pg_labels.enter_scope('acme/ops', true) IS NOT NULL" \
-        -c "SELECT count(*) FROM pg_labels.runs" -c "SELECT count(*) > 0 FROM pg_labels.trail" | tr '\n' ' ')
-    [ "$out" = "0 t 1 t " ] || fail "the analyst's grant does not work as before: $out"
-}
-
+workload_roles
+snapshot() { data_snapshot "$@"; schema_snapshot "$@"; }
 log() { printf '\n--- %s\n' "$*"; }
 check() { # $1 form, then psql connection options
     local form=$1
@@ -108,7 +42,7 @@ check() { # $1 form, then psql connection options
 
 log "source: the seed scenario and a sharing, crossing and approval workload"
 q -d postgres -c "CREATE DATABASE dump_src"
-q -d dump_src -f "$here/setup.sql" -f "$here/data.sql" >/dev/null
+q -d dump_src -c "CREATE EXTENSION pg_labels" -f "$here/../workload/setup.sql" -f "$here/../workload/data.sql" >/dev/null
 snapshot -d dump_src >"$work/source.snapshot"
 grep -c "" "$work/source.snapshot" | xargs echo "snapshot lines:"
 "$PGBIN/pg_dump" -d dump_src -Fc -f "$work/src.dump"
@@ -132,7 +66,7 @@ check directory -d dump_directory
 
 log "data-only: pg_restore --data-only into an install set up as before"
 q -d postgres -c "CREATE DATABASE dump_data"
-q -d dump_data -f "$here/setup.sql" >/dev/null
+q -d dump_data -c "CREATE EXTENSION pg_labels" -f "$here/../workload/setup.sql" >/dev/null
 "$PGBIN/pg_restore" --exit-on-error --data-only -d dump_data "$work/src.dump"
 check data-only -d dump_data
 

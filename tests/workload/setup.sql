@@ -1,7 +1,6 @@
--- An install as a DBA sets it up: the extension, and the privileges of the roles that use it
--- (platform service, approver, crossing authorizer, analyst). Privileges are schema, not data:
--- a data-only restore goes into an install set up like this.
-CREATE EXTENSION pg_labels;
+-- An install as a DBA sets it up after CREATE EXTENSION: the privileges of the roles that use
+-- it (platform service, approver, crossing authorizer, analyst). Privileges are schema, not
+-- data: a data-only restore goes into an install set up like this.
 GRANT USAGE ON SCHEMA pg_labels TO dump_platform, dump_alice, dump_bob, dump_analyst;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts, pg_labels.shares,
   pg_labels.agent_versions TO dump_platform;

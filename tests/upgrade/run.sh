@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# ALTER EXTENSION pg_labels UPDATE from every released version (sql/released/), as a DBA runs
+# it, as the superuser: install the old release (its frozen script, served by this library),
+# set it up and write the seed scenario with a sharing, crossing and approval workload
+# (tests/workload/), update, then:
+#   - every row, sequence and privilege is as it was;
+#   - the catalog equals a fresh install's set up the same way (pg_dump --schema-only
+#     --binary-upgrade, which lists the extension's own objects, with OIDs left out; and the
+#     tables pg_dump dumps the rows of);
+#   - a pg_dump of the updated database restores with the same rows and privileges (the
+#     privileges the DBA granted are still the DBA's, not the extension's);
+#   - enforcement holds and ids continue.
+# Uses the cluster of test.sh (PGHOST, PGPORT).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$here/../.." && pwd)
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+q() { "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+fail() { echo "upgrade: FAILED ($*)" >&2; exit 1; }
+source "$here/../workload/checks.sh"
+work=$(mktemp -d /tmp/pg_labels_upgrade.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+current=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$("$PGBIN/pg_config" --sharedir)/extension/pg_labels.control")
+
+# The catalog, OIDs left out: the extension's objects with their definitions, privileges and
+# comments (what pg_upgrade would carry; sequence values are data, compared above), and the
+# tables whose rows pg_dump dumps.
+catalog() { # $1 database
+    "$PGBIN/pg_dump" -d "$1" --schema-only --binary-upgrade |
+        grep -vE "^(SELECT pg_catalog.binary_upgrade_set_next_|SELECT pg_catalog.setval|SELECT pg_catalog.binary_upgrade_create_empty_extension|SET |SELECT pg_catalog.set_config|-- |--$|$|\\\\(un)?restrict )" |
+        sed -E "s/WHERE oid = '[0-9]+'/WHERE oid = N/"
+    q -d "$1" -At -c "SELECT 'dumped: ' || c::regclass FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'pg_labels' ORDER BY 1"
+}
+
+workload_roles
+for db in upgrade_fresh upgrade_restored; do q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db"; done
+q -d postgres -c "CREATE DATABASE upgrade_fresh"
+q -d upgrade_fresh -c "CREATE EXTENSION pg_labels" -f "$here/../workload/setup.sql" >/dev/null
+catalog upgrade_fresh >"$work/fresh.catalog"
+
+releases=0
+for script in "$ROOT"/sql/released/pg_labels--*.sql; do
+    from=$(basename "$script" .sql)
+    from=${from#pg_labels--}
+    db="upgrade_from_${from//./_}"
+    releases=$((releases + 1))
+    printf '\n--- %s -> %s\n' "$from" "$current"
+    q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+    q -d "$db" -c "CREATE EXTENSION pg_labels VERSION '$from'" \
+        -f "$here/../workload/setup.sql" -f "$here/../workload/data.sql" >/dev/null
+    data_snapshot -d "$db" >"$work/before"
+    grep -c "" "$work/before" | xargs echo "data snapshot lines:"
+
+    q -d "$db" -c "ALTER EXTENSION pg_labels UPDATE"
+    [ "$(q -d "$db" -At -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_labels'")" = "$current" ] ||
+        fail "$from: not at $current after the update"
+
+    data_snapshot -d "$db" >"$work/after"
+    diff -u "$work/before" "$work/after" || fail "$from: rows, sequences or privileges changed"
+    echo "data: the same"
+
+    catalog "$db" >"$work/upgraded.catalog"
+    diff -u "$work/fresh.catalog" "$work/upgraded.catalog" || fail "$from: the catalog differs from a fresh $current"
+    echo "catalog: the same as a fresh install ($(grep -c "" "$work/fresh.catalog") lines)"
+
+    "$PGBIN/pg_dump" -d "$db" -Fc -f "$work/updated.dump"
+    q -d postgres -c "CREATE DATABASE upgrade_restored"
+    "$PGBIN/pg_restore" --exit-on-error -d upgrade_restored "$work/updated.dump"
+    data_snapshot -d upgrade_restored >"$work/restored"
+    diff -u "$work/after" "$work/restored" || fail "$from: a dump of the updated database restores differently"
+    q -d postgres -c "DROP DATABASE upgrade_restored"
+    echo "pg_dump of the updated database: restores the same"
+
+    enforced -d "$db"
+    echo "enforcement: on"
+    q -d postgres -c "DROP DATABASE $db"
+done
+[ "$releases" -gt 0 ] || fail "no released version in sql/released/"
+q -d postgres -c "DROP DATABASE upgrade_fresh"
+echo "upgrade: ok ($releases released version(s) updated to $current: data, catalog, dump, enforcement)"
