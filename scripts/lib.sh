@@ -4,8 +4,18 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PGBIN=/usr/lib/postgresql/15/bin
-PG_CONFIG=$PGBIN/pg_config
+# The PostgreSQL major version to build for and test against (PG_MAJOR=16 scripts/test.sh):
+# 15 is Debian's server; the others are complete servers from PyPI wheels, unpacked under
+# /opt/pg_labels by scripts/pg_versions.sh (see there).
+PG_MAJOR=${PG_MAJOR:-15}
+if [ "$PG_MAJOR" = 15 ]; then
+    PGBIN=/usr/lib/postgresql/15/bin
+    PG_CONFIG=$PGBIN/pg_config
+else
+    PG_CONFIG=/opt/pg_labels/pg$PG_MAJOR/bin/pg_config  # made by ensure_server
+    PGBIN=$(dirname "$PG_CONFIG")
+fi
+export PGBIN PG_MAJOR
 PGRX_VERSION=0.18.1
 PACKAGES=(postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo pkg-config bc graphviz)
 
@@ -24,19 +34,40 @@ ensure_packages() {
     fi
 }
 
-# cargo-pgrx, pinned, and its one-time init against the Debian server.
+# The server of another major version (PG_MAJOR other than 15), from a registry.
+ensure_server() {
+    if [ "$PG_MAJOR" != 15 ]; then
+        log "PostgreSQL $PG_MAJOR from a PyPI wheel (scripts/pg_versions.sh)"
+        PG_CONFIG=$("$ROOT/scripts/pg_versions.sh" "$PG_MAJOR")
+        PGBIN=$(dirname "$PG_CONFIG")
+        export PGBIN
+    fi
+}
+
+# cargo-pgrx, pinned, and its init against every server it builds for (Debian's 15 always,
+# and the one of PG_MAJOR): cargo pgrx init replaces its list, so it is given all of them.
 ensure_pgrx() {
     if ! cargo pgrx --version 2>/dev/null | grep -q "$PGRX_VERSION"; then
         log "installing cargo-pgrx $PGRX_VERSION (a few minutes, once)"
         cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
     fi
-    if ! grep -qs "^pg15 *= *\"$PG_CONFIG\"" "${PGRX_HOME:-$HOME/.pgrx}/config.toml"; then
-        cargo pgrx init --pg15 "$PG_CONFIG" >/dev/null
+    local config=${PGRX_HOME:-$HOME/.pgrx}/config.toml
+    if ! grep -qs "^pg$PG_MAJOR *= *\"$PG_CONFIG\"" "$config" ||
+       ! grep -qs "^pg15 *= *\"/usr/lib/postgresql/15/bin/pg_config\"" "$config"; then
+        local args=() v p
+        for v in 13 14 15 16 17 18; do
+            p=$(sed -n "s/^pg$v *= *\"\(.*\)\"/\1/p" "$config" 2>/dev/null)
+            [ "$v" = 15 ] && p=/usr/lib/postgresql/15/bin/pg_config
+            [ "$v" = "$PG_MAJOR" ] && p=$PG_CONFIG
+            [ -n "$p" ] && [ -x "$p" ] && args+=("--pg$v" "$p")
+        done
+        cargo pgrx init "${args[@]}" >/dev/null
     fi
 }
 
 setup() {
     ensure_packages
+    ensure_server
     ensure_pgrx
 }
 
@@ -58,7 +89,7 @@ start_cluster() {
     CLUSTER_DIR=$(mktemp -d /tmp/pg_labels_cluster.XXXXXX)
     chown postgres: "$CLUSTER_DIR"
     chmod 755 "$CLUSTER_DIR"
-    log "starting a throwaway PostgreSQL 15 cluster in $CLUSTER_DIR"
+    log "starting a throwaway PostgreSQL $PG_MAJOR cluster in $CLUSTER_DIR"
     runuser -u postgres -- "$PGBIN/initdb" -D "$CLUSTER_DIR/data" -U postgres -A trust \
         --no-sync --encoding UTF8 --locale C.UTF-8 >"$CLUSTER_DIR/initdb.log"
     # RUST_BACKTRACE=1 in the server makes any Rust backtrace that could reach a client appear

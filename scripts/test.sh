@@ -6,7 +6,13 @@
 #                                sharing, publication, rls, docs, security, isolation,
 #                                concurrency, dump, upgrade
 #   scripts/test.sh FILE ...     one or more pg_regress files by name (e.g. trail, scope)
+#   PG_MAJOR=16 scripts/test.sh  the same against another PostgreSQL (13 to 18; default 15)
+# With no arguments and no PG_MAJOR, everything runs on 15, then every suite that needs a
+# cluster runs again on each version of PG_MATRIX (default "16 17 18"; "" for none), each built
+# and installed into that version's server (the version-independent suites, core, pgtest and
+# structure, run once).
 # Ends with the standard "N passed, N failed" line; exits non-zero if anything failed.
+major_given=${PG_MAJOR:-}
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # pg_regress files by suite (tests/pg_regress/sql/<name>.sql; the schedule lists them all).
@@ -69,7 +75,7 @@ if wants pgtest; then
     log "#[pg_test]s"
     PGTEST_DATA=/tmp/pg_labels_pgtest
     rm -rf "$PGTEST_DATA"
-    set +e; cargo pgrx test pg15 --runas postgres --pgdata "$PGTEST_DATA"; result pgtest $?; set -e
+    set +e; cargo pgrx test "pg$PG_MAJOR" --runas postgres --pgdata "$PGTEST_DATA"; result pgtest $?; set -e
     rm -rf "$PGTEST_DATA"
 fi
 
@@ -83,17 +89,22 @@ done
 # Build and install with the README's install steps, run as written (tests/docs/run.py
 # --install), so that the suite tests what a user's install makes; with the release profile's
 # fat LTO off (two cores: minutes), as the ci profile does. This also replaces the debug build
-# cargo pgrx test leaves installed.
-log "building and installing pg_labels with the README's install steps (release, LTO off)"
-install_log=$(mktemp /tmp/pg_labels_install.XXXXXX)
-if ! CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_INCREMENTAL=true \
-        python3 "$ROOT/tests/docs/run.py" "$ROOT" --install >"$install_log" 2>&1; then
-    cat "$install_log" >&2
-    echo "the README's install steps failed" >&2
-    exit 1
+# cargo pgrx test leaves installed. The README's steps name Debian's PostgreSQL 15: for another
+# version the same build is installed into that server.
+export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_INCREMENTAL=true
+if [ "$PG_MAJOR" = 15 ]; then
+    log "building and installing pg_labels with the README's install steps (release, LTO off)"
+    install_log=$(mktemp /tmp/pg_labels_install.XXXXXX)
+    if ! python3 "$ROOT/tests/docs/run.py" "$ROOT" --install >"$install_log" 2>&1; then
+        cat "$install_log" >&2
+        echo "the README's install steps failed" >&2
+        exit 1
+    fi
+    grep -vE '^\s+(Compiling|Checking|Fresh)\b' "$install_log" | tail -5
+    rm -f "$install_log"
+else
+    install_extension release
 fi
-grep -vE '^\s+(Compiling|Checking|Fresh)\b' "$install_log" | tail -5
-rm -f "$install_log"
 PG_EXTRA_OPTS="-c track_commit_timestamp=on" start_cluster
 export PG_LABELS_SCRATCH=$CLUSTER_DIR
 
@@ -166,6 +177,24 @@ if wants security || [[ " ${files[*]} " == *" hostile_triggers "* ]]; then
     else
         result "no crash in the server log" 0
     fi
+fi
+
+# The version matrix: the cluster suites on each other version, in a run of their own.
+if [ $# -eq 0 ] && [ -z "$major_given" ]; then
+    stop_cluster
+    for v in ${PG_MATRIX-16 17 18}; do
+        log "PostgreSQL $v: the cluster suites"
+        line=$(PG_MAJOR=$v "$0" types platform sharing publication rls security docs isolation concurrency dump upgrade 2>&1 |
+            tee "/tmp/pg_labels_test_pg$v.log" | tail -1)
+        echo "PostgreSQL $v: $line (log: /tmp/pg_labels_test_pg$v.log)"
+        if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+            passed=$((passed + BASH_REMATCH[1]))
+            failed=$((failed + BASH_REMATCH[2]))
+            [ "${BASH_REMATCH[2]}" = 0 ] || failures+=("PostgreSQL $v: see /tmp/pg_labels_test_pg$v.log")
+        else
+            result "PostgreSQL $v" 1
+        fi
+    done
 fi
 
 summary
