@@ -2,7 +2,8 @@
 -- next to a run carrying one, the same tool, the same steps. Autovacuum is off on the platform
 -- tables so that "fresh data" stays fresh.
 \set ON_ERROR_STOP on
-ALTER TABLE pg_labels.steps SET (autovacuum_enabled = off);
+SELECT format('ALTER TABLE %s SET (autovacuum_enabled = off)', inhrelid::regclass)
+  FROM pg_inherits WHERE inhparent = 'pg_labels.steps'::regclass \gexec
 ALTER TABLE pg_labels.runs SET (autovacuum_enabled = off);
 INSERT INTO pg_labels.tools (name, effect) VALUES ('bench.read', 'read'), ('bench.pay', 'financial');
 INSERT INTO pg_labels.runs (id, scope) VALUES

@@ -35,9 +35,12 @@ if [ "$what" = all ] || [ "$what" = trail ]; then
     psql_q -d bench_trail -c "CREATE EXTENSION pg_labels" -f "$ROOT/bench/trail_setup.sql"
     # Same conditions for every run: no autovacuum in the middle of one, and each starts after a
     # VACUUM (which also empties the GIN pending lists).
-    for t in pg_labels.steps pg_labels.runs bench_plain.steps bench_plpgsql.steps bench_plpgsql.runs; do
+    for t in pg_labels.runs bench_plain.steps bench_plpgsql.steps bench_plpgsql.runs; do
         psql_q -d bench_trail -c "ALTER TABLE $t SET (autovacuum_enabled = off)"
     done
+    # the trail is partitioned: the setting is each partition's
+    echo "SELECT format('ALTER TABLE %s SET (autovacuum_enabled = off)', inhrelid::regclass)
+            FROM pg_inherits WHERE inhparent = 'pg_labels.steps'::regclass \gexec" | psql_q -d bench_trail
     seconds=${TRAIL_SECONDS:-10}
     rounds=${TRAIL_ROUNDS:-3}
     log "trail: tool_called inserts, pgbench -M prepared, $rounds rounds of ${seconds}s per variant, variants interleaved"

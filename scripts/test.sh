@@ -4,7 +4,7 @@
 #   scripts/test.sh              everything (CI runs this: .ci/run)
 #   scripts/test.sh SUITE ...    one or more suites: core, pgtest, structure, types, platform,
 #                                sharing, publication, rls, docs, security, isolation,
-#                                concurrency, dump, upgrade
+#                                concurrency, dump, upgrade, package, client
 #   scripts/test.sh FILE ...     one or more pg_regress files by name (e.g. trail, scope)
 #   PG_MAJOR=16 scripts/test.sh  the same against another PostgreSQL (13 to 18; default 15)
 # With no arguments and no PG_MAJOR, everything runs on 15, then every suite that needs a
@@ -24,7 +24,7 @@ declare -A REGRESS=(
     [rls]="rls provenance"
     [security]="hostile_triggers hardening"
 )
-ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade)
+ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client)
 
 passed=0
 failed=0
@@ -170,6 +170,16 @@ if wants upgrade; then
     set +e; "$ROOT/tests/upgrade/run.sh"; result upgrade $?; set -e
 fi
 
+if wants client; then
+    log "the typed Rust client (client/) against the server"
+    set +e; "$ROOT/tests/client/run.sh"; result client $?; set -e
+fi
+
+if wants package; then
+    log "the binary package installs into a clean server of PostgreSQL $PG_MAJOR"
+    set +e; "$ROOT/tests/package/run.sh"; result package $?; set -e
+fi
+
 if wants security || [[ " ${files[*]} " == *" hostile_triggers "* ]]; then
     log "the server log shows no crash"
     if grep -E "terminated by signal|server process .* was terminated" "$CLUSTER_DIR/server.log"; then
@@ -184,7 +194,7 @@ if [ $# -eq 0 ] && [ -z "$major_given" ]; then
     stop_cluster
     for v in ${PG_MATRIX-16 17 18}; do
         log "PostgreSQL $v: the cluster suites"
-        line=$(PG_MAJOR=$v "$0" types platform sharing publication rls security docs isolation concurrency dump upgrade 2>&1 |
+        line=$(PG_MAJOR=$v "$0" types platform sharing publication rls security docs isolation concurrency dump upgrade package 2>&1 |
             tee "/tmp/pg_labels_test_pg$v.log" | tail -1)
         echo "PostgreSQL $v: $line (log: /tmp/pg_labels_test_pg$v.log)"
         if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then

@@ -6,7 +6,9 @@
 - no module cycles, in the extension or in the core;
 - the core has no pgrx and forbids unsafe code;
 - no SQLSTATE literal outside core/src/sqlstate.rs;
-- every `unsafe fn` in src/ documents its contract in a `# Safety` section.
+- every `unsafe fn` in src/ documents its contract in a `# Safety` section;
+- one version in Cargo.toml, META.json and the CHANGELOG, and a chain of upgrade scripts from
+  every released version (sql/released/) to it.
 
 Exit status 1 with the findings when something does not hold.
 """
@@ -156,6 +158,34 @@ for path in rust_files(src):
                 continue  # trait method: the trait documents it
             if not any("# Safety" in d for d in doc):
                 findings.append(f"{os.path.relpath(path, ROOT)}:{i + 1}: unsafe fn without a # Safety section")
+
+# one version everywhere a release names it: Cargo.toml, META.json, the CHANGELOG, and an
+# upgrade script from every frozen release to it
+import json
+cargo_version = re.search(r'^version = "([^"]+)"', open(os.path.join(ROOT, "Cargo.toml"), encoding="utf-8").read(), re.M).group(1)
+meta = json.load(open(os.path.join(ROOT, "META.json"), encoding="utf-8"))
+for where, v in [("META.json version", meta["version"]), ("META.json provides", meta["provides"]["pg_labels"]["version"])]:
+    if v != cargo_version:
+        findings.append(f"{where} is {v}, Cargo.toml says {cargo_version}")
+if not re.search(r"^## " + re.escape(cargo_version) + r"\b", open(os.path.join(ROOT, "CHANGELOG.md"), encoding="utf-8").read(), re.M):
+    findings.append(f"CHANGELOG.md has no section for {cargo_version}")
+edges = {}
+for f in os.listdir(os.path.join(ROOT, "sql")):
+    m = re.match(r"pg_labels--([0-9.]+)--([0-9.]+)\.sql$", f)
+    if m:
+        edges.setdefault(m.group(1), []).append(m.group(2))
+for f in sorted(os.listdir(os.path.join(ROOT, "sql", "released"))):
+    m = re.match(r"pg_labels--([0-9.]+)\.sql$", f)
+    if not m:
+        continue
+    seen, todo = set(), [m.group(1)]
+    while todo:
+        v = todo.pop()
+        if v not in seen:
+            seen.add(v)
+            todo += edges.get(v, [])
+    if cargo_version not in seen:
+        findings.append(f"no chain of upgrade scripts from the released {m.group(1)} to {cargo_version}")
 
 if findings:
     print("\n".join(findings))
