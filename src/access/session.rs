@@ -13,7 +13,7 @@
 
 use crate::pg::datum::Name;
 use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
-use crate::pg::fmgr::ret_bool;
+use crate::pg::fmgr::{external_id, ret_bool};
 use crate::pg::local::BackendLocal;
 use crate::pg::spi::{as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan};
 use crate::platform::catalog::platform_owner;
@@ -39,14 +39,56 @@ struct State {
     saved: Vec<(SubTransactionId, Option<Entered>, Option<Entered>)>,
     /// Counts transactions of this backend.
     xact: u64,
+    /// `visible()`'s answers for labelsets stored out of line (TOAST), in this transaction and
+    /// scope: see [`Answers`].
+    answers: Option<Answers>,
 }
+
+/// A policy that checks the same big labelset for many rows (a run carrying 100,000 labels,
+/// checked through a hashed subplan for every step of a query) would read and check it each
+/// time. A stored TOAST value never changes while it lives, so its answer is kept, by its
+/// identity, for the transaction and the entered scope it was computed in.
+struct Answers {
+    xact: u64,
+    scope: Vec<u8>,
+    by_value: Vec<((Oid, Oid), bool)>,
+}
+
+/// How many answers are kept (the big values of a query are few; small ones are not kept).
+const ANSWERS_KEPT: usize = 64;
 
 static STATE: BackendLocal<State> = BackendLocal::new(State {
     local: None,
     session: None,
     saved: Vec::new(),
     xact: 0,
+    answers: None,
 });
+
+/// The answer kept for a stored labelset under `scope` in this transaction.
+fn kept_answer(scope: &[u8], value: (Oid, Oid)) -> Option<bool> {
+    state(|s| {
+        let a = s.answers.as_ref()?;
+        if a.xact != s.xact || a.scope != scope {
+            return None;
+        }
+        a.by_value.iter().find(|(v, _)| *v == value).map(|(_, ok)| *ok)
+    })
+}
+
+fn keep_answer(scope: &[u8], value: (Oid, Oid), ok: bool) {
+    state(|s| {
+        let xact = s.xact;
+        let a = s.answers.get_or_insert_with(|| Answers { xact, scope: scope.to_vec(), by_value: Vec::new() });
+        if a.xact != xact || a.scope != scope {
+            *a = Answers { xact, scope: scope.to_vec(), by_value: Vec::new() };
+        }
+        if a.by_value.len() >= ANSWERS_KEPT {
+            a.by_value.remove(0);
+        }
+        a.by_value.push((value, ok));
+    });
+}
 
 /// Run `f` with the session state.
 fn state<R>(f: impl FnOnce(&mut State) -> R) -> R {
@@ -304,10 +346,18 @@ sql_function! {
 
     /// `pg_labels.visible(labels labelset) → boolean`: the entered scope can carry the labels.
     fn pgl_visible(call) {
-        let labels = call.labelset(0)?;
-        ret_bool(match effective()? {
-            Some(p) => labels.carried_by(&p),
-            None => false,
-        })
+        let Some(scope) = effective()? else {
+            return ret_bool(false);
+        };
+        // SAFETY: the argument is a varlena (a labelset: the function is STRICT and declared so).
+        let stored = unsafe { external_id(call.datum(0).cast_mut_ptr()) };
+        if let Some(answer) = stored.and_then(|v| kept_answer(&scope, v)) {
+            return ret_bool(answer);
+        }
+        let answer = call.labelset(0)?.carried_by(&scope);
+        if let Some(v) = stored {
+            keep_answer(&scope, v, answer);
+        }
+        ret_bool(answer)
     }
 }

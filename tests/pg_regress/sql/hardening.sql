@@ -148,6 +148,26 @@ EXCEPTION WHEN OTHERS THEN
   RAISE NOTICE 'detail: % bytes, ends with: %', octet_length(d), right(d, 90);
 END $$;
 
+-- an analyst's policy check of the big run (kept per stored value, scope and transaction) gives
+-- the right answer after the scope changes in the same transaction, and after a rollback to a
+-- savepoint puts the old scope back
+\c - postgres
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_hard_analyst', 'globex');
+\c - regress_hard_analyst
+BEGIN;
+SELECT pg_labels.enter_scope('acme/platform') IS NOT NULL AS entered;
+SELECT count(*) AS big_run_seen FROM pg_labels.runs WHERE id = 'ba000000-0000-0000-0000-000000000100';
+SELECT count(*) AS big_run_seen FROM pg_labels.runs WHERE id = 'ba000000-0000-0000-0000-000000000100';
+SAVEPOINT s;
+SELECT pg_labels.enter_scope('globex') IS NOT NULL AS entered;
+SELECT count(*) AS big_run_seen FROM pg_labels.runs WHERE id = 'ba000000-0000-0000-0000-000000000100';
+ROLLBACK TO SAVEPOINT s;
+SELECT count(*) AS big_run_seen FROM pg_labels.runs WHERE id = 'ba000000-0000-0000-0000-000000000100';
+SELECT pg_labels.leave_scope();
+SELECT count(*) AS big_run_seen FROM pg_labels.runs WHERE id = 'ba000000-0000-0000-0000-000000000100';
+COMMIT;
+\c - regress_hard_platform
+
 -- 9. lineage_dot escapes what DOT treats specially: hostile agent names stay labels
 INSERT INTO pg_labels.runs (id, scope, agent) VALUES
   ('ba000000-0000-0000-0000-000000000201', 'acme/platform', E'evil"]; x -> y; a [label="\\'),
