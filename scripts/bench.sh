@@ -8,6 +8,8 @@
 #   scripts/bench.sh publication  the publication check on 10,000-step declarations
 #   scripts/bench.sh lineage    lineage over a 10,000-run chain
 #   scripts/bench.sh bigrun     a run carrying 100,000 labels against one carrying one
+#   scripts/bench.sh instructions  instructions per trail insert, counted by callgrind (a
+#                               repeatable figure on a noisy machine; not part of "all")
 #   scripts/bench.sh purge      removing a month of a 10M-step trail: purge() against DELETE
 #                               (PURGE_STEPS=n for another size; not part of "all": ~10 minutes)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -110,4 +112,9 @@ if [ "$what" = purge ]; then
     psql_q -d bench_purge -c "CREATE EXTENSION pg_labels"
     log "purge: a month of ${PURGE_STEPS:-10000000} steps, purge() against DELETE and VACUUM"
     "$PGBIN/psql" -X -q -d bench_purge -v steps="${PURGE_STEPS:-10000000}" -f "$ROOT/bench/purge.sql"
+fi
+
+if [ "$what" = instructions ]; then
+    log "instructions per trail insert (callgrind, single-user backend)"
+    "$ROOT/bench/instructions.sh" "${INSTRUCTIONS_N:-2000}"
 fi

@@ -192,11 +192,13 @@ fi
 # The version matrix: the cluster suites on each other version, in a run of their own.
 if [ $# -eq 0 ] && [ -z "$major_given" ]; then
     stop_cluster
+    echo "PostgreSQL $PG_MAJOR: everything took $SECONDS s (set-up and builds included)"
     for v in ${PG_MATRIX-16 17 18}; do
         log "PostgreSQL $v: the cluster suites"
+        started=$SECONDS
         line=$(PG_MAJOR=$v "$0" types platform sharing publication rls security docs isolation concurrency dump upgrade package 2>&1 |
             tee "/tmp/pg_labels_test_pg$v.log" | tail -1) || true
-        echo "PostgreSQL $v: $line (log: /tmp/pg_labels_test_pg$v.log)"
+        echo "PostgreSQL $v: $line in $((SECONDS - started)) s, its build included (log: /tmp/pg_labels_test_pg$v.log)"
         if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
             passed=$((passed + BASH_REMATCH[1]))
             failed=$((failed + BASH_REMATCH[2]))

@@ -41,6 +41,11 @@ COMMENT ON FUNCTION pg_labels.shares_insert() IS
 COMMENT ON FUNCTION pg_labels.crossings_guard() IS
     'Crossings are recorded only by pg_labels.authorize_crossing() and changed only by pg_labels.revoke_crossing()';
 
+CREATE FUNCTION pg_labels.tools_change() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'pgl_tools_change' LANGUAGE C;
+COMMENT ON FUNCTION pg_labels.tools_change() IS
+    'Before a change to the tool catalog: waits for the decisions in flight (EXCLUSIVE on pg_labels.tools; decisions hold ROW SHARE)';
+
 CREATE FUNCTION pg_labels.agent_versions_insert() RETURNS trigger
     AS 'MODULE_PATHNAME', 'pgl_agent_versions_insert' LANGUAGE C;
 COMMENT ON FUNCTION pg_labels.agent_versions_insert() IS

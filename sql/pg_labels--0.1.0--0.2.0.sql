@@ -179,6 +179,11 @@ COMMENT ON FUNCTION pg_labels.shares_insert() IS
 COMMENT ON FUNCTION pg_labels.crossings_guard() IS
     'Crossings are recorded only by pg_labels.authorize_crossing() and changed only by pg_labels.revoke_crossing()';
 
+CREATE OR REPLACE FUNCTION pg_labels.tools_change() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'pgl_tools_change' LANGUAGE C;
+COMMENT ON FUNCTION pg_labels.tools_change() IS
+    'Before a change to the tool catalog: waits for the decisions in flight (EXCLUSIVE on pg_labels.tools; decisions hold ROW SHARE)';
+
 CREATE OR REPLACE FUNCTION pg_labels.agent_versions_insert() RETURNS trigger
     AS 'MODULE_PATHNAME', 'pgl_agent_versions_insert' LANGUAGE C;
 COMMENT ON FUNCTION pg_labels.agent_versions_insert() IS
@@ -650,6 +655,8 @@ CREATE TRIGGER agent_versions_append_only BEFORE UPDATE OR DELETE ON pg_labels.a
     FOR EACH ROW EXECUTE FUNCTION pg_labels.append_only();
 CREATE TRIGGER agent_versions_no_truncate BEFORE TRUNCATE ON pg_labels.agent_versions
     FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only();
+CREATE TRIGGER tools_change BEFORE UPDATE OR DELETE ON pg_labels.tools
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.tools_change();
 
 ----------------------------------------------------------------------------------------
 -- Row-level security. An analyst sees the runs, steps, artifacts and shares the entered

@@ -313,6 +313,8 @@ CREATE TRIGGER agent_versions_append_only BEFORE UPDATE OR DELETE ON pg_labels.a
     FOR EACH ROW EXECUTE FUNCTION pg_labels.append_only();
 CREATE TRIGGER agent_versions_no_truncate BEFORE TRUNCATE ON pg_labels.agent_versions
     FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only();
+CREATE TRIGGER tools_change BEFORE UPDATE OR DELETE ON pg_labels.tools
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.tools_change();
 
 ----------------------------------------------------------------------------------------
 -- Row-level security. An analyst sees the runs, steps, artifacts and shares the entered

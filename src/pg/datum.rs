@@ -26,13 +26,18 @@ pub trait FromDatum<'a>: Sized {
     unsafe fn read(d: Datum) -> Result<Self>;
 }
 
-/// Read `d` (of type `oid`, `None` when NULL) as `T`, checking the type first.
+/// Read `d` (of type `oid`, `None` when NULL) as `T`, checking the type first. `what` names the
+/// value for the error, and is only called to make one (the hot path formats nothing).
 ///
 /// # Safety
 /// `d`, when present, must be a valid datum of type `oid`, alive for `'a`.
-pub unsafe fn read<'a, T: FromDatum<'a>>(d: Option<Datum>, oid: Oid, what: &str) -> Result<Option<T>> {
+pub unsafe fn read<'a, T: FromDatum<'a>>(
+    d: Option<Datum>,
+    oid: Oid,
+    what: impl FnOnce() -> String,
+) -> Result<Option<T>> {
     if !T::accepts(oid) {
-        return Err(mismatch(what, T::NAME, oid));
+        return Err(mismatch(&what(), T::NAME, oid));
     }
     match d {
         // SAFETY: non-null, of an accepted type (checked above), alive for 'a (caller).

@@ -145,7 +145,7 @@ impl Found<'_> {
                 (!*(*self.slot).tts_isnull.add(n - 1)).then(|| *(*self.slot).tts_values.add(n - 1));
             let desc = (*self.slot).tts_tupleDescriptor;
             let attr = crate::pg::compat::attr(desc, col);
-            datum::read(value, attr.atttypid, "column")
+            datum::read(value, attr.atttypid, || "column".to_string())
         }
     }
 

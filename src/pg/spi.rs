@@ -284,7 +284,7 @@ impl Rows<'_> {
             datum::read(
                 (!isnull).then_some(d),
                 oid,
-                &format!("result column {col}"),
+                || format!("result column {col}"),
             )
         }
     }

@@ -384,7 +384,7 @@ impl<'a> Tuple<'a> {
             datum::read(
                 self.datum(col),
                 attr.atttypid,
-                &format!("column {}", column_name(attr)),
+                || format!("column {}", column_name(attr)),
             )
         }
     }

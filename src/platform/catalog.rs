@@ -11,16 +11,22 @@
 //! labels as for one of a hundred thousand.
 //!
 //! **Tools.** A decision reads the tool catalog with the latest snapshot (a tool made
-//! `destructive` or removed by a committed change counts at once, in `REPEATABLE READ` too), and
-//! holds a `SHARE` lock on `pg_labels.tools` until it commits: a change to the catalog waits for
-//! the decisions in flight, and a decision waiting for a change sees it.
+//! `destructive` or removed by a committed change counts at once, in `REPEATABLE READ` too),
+//! holding `ROW SHARE` on `pg_labels.tools` until it commits (a fast-path lock, like a
+//! reader's: it does not touch the shared lock table). A change to a tool (`UPDATE`,
+//! `DELETE`) first takes `EXCLUSIVE` (`tools_change()`, below), which conflicts with the
+//! decisions' `ROW SHARE` and not with readers' `ACCESS SHARE`: it waits for the decisions in
+//! flight, not for an analyst's open transaction, and a decision arriving meanwhile waits for it
+//! and then sees it. Changes are rare and decisions are not, so the changes pay for the
+//! ordering. A new tool needs no ordering: until it commits, a call to it is refused as unknown.
 
 use crate::pg::datum::{Timestamp, Uuid};
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
 use crate::pg::fmgr::external_id;
 use crate::pg::heap::{RowLock, Table};
 use crate::pg::local::BackendLocal;
-use crate::pg::trigger::{col, platform_schema, Columns};
+use crate::pg::trigger::{col, platform_schema, Columns, Op, Spec, Timing, Trigger};
+use crate::sql_function;
 use crate::types::datum::ScopeBuf;
 use pg_labels_core::LabelSet as LabelSetCol;
 use pg_labels_core::barrier::Summary;
@@ -239,9 +245,9 @@ static TOOL_COLUMNS: Columns<2> =
     Columns::new([col::<String>(c"effect"), col::<bool>(c"trusted_output")]);
 
 /// The catalog entry of a tool as committed now, `None` when the catalog does not list it.
-/// Holds a `SHARE` lock on the catalog until the transaction ends.
+/// Holds `ROW SHARE` on the catalog until the transaction ends (see the module's header).
 pub fn tool(namespace: Oid, name: &str) -> Result<Option<Tool>> {
-    let (rel, pkey) = open(namespace, c"tools", pg_sys::ShareLock)?;
+    let (rel, pkey) = open(namespace, c"tools", pg_sys::RowShareLock)?;
     let [c_effect, c_trusted] = rel.columns(&TOOL_COLUMNS)?;
     let key = crate::pg::datum::text_datum(name)?;
     rel.probe(pkey, key, pg_sys::F_TEXTEQ, true, |found| {
@@ -253,6 +259,25 @@ pub fn tool(namespace: Oid, name: &str) -> Result<Option<Tool>> {
             trusted_output: found.get::<bool>(c_trusted)?.unwrap_or(false),
         })
     })
+}
+
+/// `BEFORE UPDATE OR DELETE FOR EACH STATEMENT` on `pg_labels.tools`.
+const TOOLS_CHANGE: Spec = Spec {
+    function: "pg_labels.tools_change()",
+    tables: &["tools"],
+    timing: Timing::Before,
+    row: false,
+    ops: &[Op::Update, Op::Delete],
+};
+
+sql_function! {
+    /// A change to the tool catalog waits for the decisions in flight (module header).
+    fn pgl_tools_change(call) {
+        let trigger = Trigger::fired(&call, &TOOLS_CHANGE)?;
+        // the lock is kept to the end of the transaction (Table's drop keeps it)
+        Table::open(trigger.relid(), pg_sys::ExclusiveLock)?;
+        Ok(Datum::from(0usize))
+    }
 }
 
 // nextval(regclass) itself, a V1 function (pgrx binds it without the C calling convention).

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Instructions per single-row trail insert (scripts/bench.sh instructions), counted by
+# callgrind: repeatable whatever else the machine does, where pgbench's transactions per second
+# on a shared two-core machine move by a factor of two from run to run.
+#
+# A backend in single-user mode (postgres --single, autocommit: one transaction per INSERT)
+# runs N, then 2N executions of the trail benchmark's insert, prepared, into (a)
+# pg_labels.steps and (b) bench_plain.steps (bench/trail_setup.sql); the difference between the two runs, divided by
+# N, is the cost of one insert, without start-up and first-use costs. Needs the extension
+# installed in the server of $PGBIN and valgrind.
+#   bench/instructions.sh [N]   (default 2000)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+n=${1:-2000}
+command -v valgrind >/dev/null || { apt-get install -y -qq valgrind >/dev/null; }
+work=$(mktemp -d /tmp/pg_labels_instructions.XXXXXX)
+chmod 755 "$work"
+chown postgres: "$work"
+trap 'runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+
+runuser -u postgres -- "$PGBIN/initdb" -D "$work/data" -U postgres -A trust --no-sync >/dev/null
+runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/data" -l "$work/log" -w \
+    -o "-c listen_addresses='' -k $work -p 5435" start >/dev/null
+"$PGBIN/psql" -X -q -h "$work" -p 5435 -U postgres -d postgres -c "CREATE DATABASE bench_trail"
+"$PGBIN/psql" -X -q -h "$work" -p 5435 -U postgres -d bench_trail -c "CREATE EXTENSION pg_labels" \
+    -f "$here/trail_setup.sql" >/dev/null
+runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/data" -m fast -w stop >/dev/null
+
+# $1 table, $2 count: that many executions of one prepared insert (as pgbench -M prepared
+# and a platform service run it), over the 100 runs of the setup; one statement per line
+# (single-user mode ends a statement at a newline)
+statements() {
+    local i
+    echo "PREPARE ins(int) AS INSERT INTO $1 (run_id, kind, tool, labels, args) VALUES (md5(\$1::text)::uuid, 'tool_called', 'tickets.read', '{area:acme/platform}', '{\"ticket\": 42}');"
+    for ((i = 1; i <= $2; i++)); do
+        echo "EXECUTE ins($((i % 100 + 1)));"
+    done
+}
+
+# instructions for $2 inserts into $1
+count() {
+    local out=$work/callgrind.$RANDOM
+    statements "$1" "$2" >"$work/in.sql"
+    runuser -u postgres -- valgrind --tool=callgrind --callgrind-out-file="$out" \
+        "$PGBIN/postgres" --single -D "$work/data" -c fsync=off -c synchronous_commit=off \
+        bench_trail <"$work/in.sql" >/dev/null 2>"$work/valgrind.log"
+    awk '/^summary:/ { print $2 }' "$out"
+}
+
+declare -A per
+for t in pg_labels.steps bench_plain.steps; do
+    one=$(count "$t" "$n")
+    two=$(count "$t" $((2 * n)))
+    per[$t]=$(( (two - one) / n ))
+done
+a=${per[pg_labels.steps]}
+b=${per[bench_plain.steps]}
+printf '\n%-44s %14s\n' "one INSERT (single-user backend, callgrind)" "instructions"
+printf '%-44s %14d\n' "(a) pg_labels.steps, enforced" "$a" "(b) bench_plain.steps, no trigger" "$b"
+printf 'ratio b/a (the speed ratio a/b of pgbench): %.2f\n' "$(echo "$b / $a" | bc -l)"
