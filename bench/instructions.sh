@@ -5,7 +5,8 @@
 #
 # A backend in single-user mode (postgres --single, autocommit: one transaction per INSERT)
 # runs N, then 2N executions of the trail benchmark's insert, prepared, into (a)
-# pg_labels.steps and (b) bench_plain.steps (bench/trail_setup.sql); the difference between the two runs, divided by
+# pg_labels.steps, (b) bench_plain.steps (bench/trail_setup.sql) and (c) bench_part.steps, (b)
+# partitioned as the trail is; the difference between the two runs, divided by
 # N, is the cost of one insert, without start-up and first-use costs. Needs the extension
 # installed in the server of $PGBIN and valgrind.
 #   bench/instructions.sh [N]   (default 2000)
@@ -24,7 +25,27 @@ runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/data" -l "$work/log" -w \
     -o "-c listen_addresses='' -k $work -p 5435" start >/dev/null
 "$PGBIN/psql" -X -q -h "$work" -p 5435 -U postgres -d postgres -c "CREATE DATABASE bench_trail"
 "$PGBIN/psql" -X -q -h "$work" -p 5435 -U postgres -d bench_trail -c "CREATE EXTENSION pg_labels" \
-    -f "$here/trail_setup.sql" >/dev/null
+    -f "$here/trail_setup.sql" -f - >/dev/null <<'SQL'
+-- (c) the bare table partitioned as the trail is (a ring of monthly partitions by slot): the
+-- cost of routing a row to its partition, which the trail pays for O(1) retention
+CREATE SCHEMA bench_part;
+CREATE TABLE bench_part.steps (LIKE pg_labels.steps INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
+    PARTITION BY LIST (slot);
+ALTER TABLE bench_part.steps ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY;
+ALTER TABLE bench_part.steps ADD PRIMARY KEY (id, slot);
+DO $$ BEGIN
+    FOR s IN 0..23 LOOP
+        EXECUTE format('CREATE TABLE bench_part.steps_%s PARTITION OF bench_part.steps FOR VALUES IN (%s)', s, s);
+    END LOOP;
+END $$;
+CREATE INDEX ON bench_part.steps (created_at);
+CREATE INDEX ON bench_part.steps (run_id, id);
+CREATE INDEX ON bench_part.steps USING gin (labels);
+CREATE INDEX ON bench_part.steps (artifact_id) WHERE artifact_id IS NOT NULL;
+CREATE INDEX ON bench_part.steps (request_id) WHERE request_id IS NOT NULL;
+CREATE INDEX ON bench_part.steps (run_id) WHERE kind = 'context_read';
+CREATE INDEX ON bench_part.steps (created_at) WHERE kind = 'gate_decided' AND decision IN ('block', 'ask');
+SQL
 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/data" -m fast -w stop >/dev/null
 
 # $1 table, $2 count: that many executions of one prepared insert (as pgbench -M prepared
@@ -49,7 +70,7 @@ count() {
 }
 
 declare -A per
-for t in pg_labels.steps bench_plain.steps; do
+for t in pg_labels.steps bench_plain.steps bench_part.steps; do
     one=$(count "$t" "$n")
     two=$(count "$t" $((2 * n)))
     per[$t]=$(( (two - one) / n ))
@@ -58,4 +79,7 @@ a=${per[pg_labels.steps]}
 b=${per[bench_plain.steps]}
 printf '\n%-44s %14s\n' "one INSERT (single-user backend, callgrind)" "instructions"
 printf '%-44s %14d\n' "(a) pg_labels.steps, enforced" "$a" "(b) bench_plain.steps, no trigger" "$b"
+c=${per[bench_part.steps]}
+printf '%-44s %14d\n' "(c) bench_part.steps, partitioned, no trigger" "$c"
 printf 'ratio b/a (the speed ratio a/b of pgbench): %.2f\n' "$(echo "$b / $a" | bc -l)"
+printf 'ratio c/a (against the same partitioning):  %.2f\n' "$(echo "$c / $a" | bc -l)"

@@ -657,6 +657,8 @@ CREATE TRIGGER agent_versions_no_truncate BEFORE TRUNCATE ON pg_labels.agent_ver
     FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only();
 CREATE TRIGGER tools_change BEFORE UPDATE OR DELETE ON pg_labels.tools
     FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.tools_change();
+-- also in replica mode (a restore, a superuser's session): backends forget the tools they kept
+ALTER TABLE pg_labels.tools ENABLE ALWAYS TRIGGER tools_change;
 
 ----------------------------------------------------------------------------------------
 -- Row-level security. An analyst sees the runs, steps, artifacts and shares the entered

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod barrier;
+pub mod chain;
 pub mod crossing;
 pub mod error;
 pub mod flow;

@@ -28,6 +28,8 @@ use crate::pg::local::BackendLocal;
 use crate::pg::trigger::{col, platform_schema, Columns, Op, Spec, Timing, Trigger};
 use crate::sql_function;
 use crate::types::datum::ScopeBuf;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use pg_labels_core::LabelSet as LabelSetCol;
 use pg_labels_core::barrier::Summary;
 use pg_labels_core::labelset::{self, LabelSet};
@@ -234,6 +236,7 @@ pub fn lock_run(namespace: Oid, run: &Uuid) -> Result<Option<LockedRun>> {
 }
 
 /// A tool's catalog entry.
+#[derive(Clone, Copy)]
 pub struct Tool {
     /// `None` when the catalog holds an effect this version does not know (never: a CHECK
     /// constraint keeps the four).
@@ -244,13 +247,63 @@ pub struct Tool {
 static TOOL_COLUMNS: Columns<2> =
     Columns::new([col::<String>(c"effect"), col::<bool>(c"trusted_output")]);
 
+/// Tools found in the catalog, kept by this backend until the catalog changes: every change
+/// to a tool fires `tools_change()` (enabled ALWAYS, so in replica mode too), which sends a
+/// relation cache invalidation for `pg_labels.tools`; a decision takes its lock on the catalog
+/// first, and taking a lock reads the invalidations committed until then. A tool absent from
+/// the catalog is not kept (a new tool counts at once). Entries are checked against the
+/// relation (a catalog dropped and created again is another relation) and against the count
+/// of invalidations seen.
+struct ToolCache {
+    relid: Oid,
+    generation: u64,
+    entries: HashMap<String, Tool>,
+}
+static TOOL_CACHE: BackendLocal<Option<ToolCache>> = BackendLocal::new(None);
+/// Invalidations of the tool catalog (or of every relation) seen by this backend.
+static TOOLS_GENERATION: AtomicU64 = AtomicU64::new(0);
+static TOOLS_RELID: AtomicU32 = AtomicU32::new(0);
+static TOOLS_CALLBACK: AtomicBool = AtomicBool::new(false);
+
+/// A relation cache invalidation: one of the tool catalog, or of every relation, ends what
+/// this backend kept.
+///
+/// # Safety
+///
+/// Called by PostgreSQL while it reads invalidations, with any relation's OID: it only bumps
+/// a counter (no allocation, no error).
+unsafe extern "C-unwind" fn tools_invalidated(_arg: Datum, relid: Oid) {
+    let tools = TOOLS_RELID.load(Ordering::Relaxed);
+    if relid == Oid::INVALID || u32::from(relid) == tools {
+        TOOLS_GENERATION.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// The catalog entry of a tool as committed now, `None` when the catalog does not list it.
 /// Holds `ROW SHARE` on the catalog until the transaction ends (see the module's header).
 pub fn tool(namespace: Oid, name: &str) -> Result<Option<Tool>> {
+    // the lock first: it reads the invalidations of changes committed before it was granted
     let (rel, pkey) = open(namespace, c"tools", pg_sys::RowShareLock)?;
+    let relid = rel.oid();
+    if !TOOLS_CALLBACK.swap(true, Ordering::Relaxed) {
+        // SAFETY: registers a plain function, once per backend.
+        unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(tools_invalidated), Datum::from(0usize)) };
+    }
+    if TOOLS_RELID.swap(u32::from(relid), Ordering::Relaxed) != u32::from(relid) {
+        TOOLS_GENERATION.fetch_add(1, Ordering::Relaxed);
+    }
+    let generation = TOOLS_GENERATION.load(Ordering::Relaxed);
+    let kept = TOOL_CACHE.with(|c| {
+        c.as_ref()
+            .filter(|c| c.relid == relid && c.generation == generation)
+            .and_then(|c| c.entries.get(name).copied())
+    });
+    if kept.is_some() {
+        return Ok(kept);
+    }
     let [c_effect, c_trusted] = rel.columns(&TOOL_COLUMNS)?;
     let key = crate::pg::datum::text_datum(name)?;
-    rel.probe(pkey, key, pg_sys::F_TEXTEQ, true, |found| {
+    let found = rel.probe(pkey, key, pg_sys::F_TEXTEQ, true, |found| {
         Ok(Tool {
             effect: found
                 .get::<String>(c_effect)?
@@ -258,8 +311,28 @@ pub fn tool(namespace: Oid, name: &str) -> Result<Option<Tool>> {
                 .and_then(Effect::parse),
             trusted_output: found.get::<bool>(c_trusted)?.unwrap_or(false),
         })
-    })
+    })?;
+    if let Some(t) = found {
+        // kept only if no invalidation arrived while the catalog was read
+        if TOOLS_GENERATION.load(Ordering::Relaxed) == generation {
+            TOOL_CACHE.with(|c| {
+                let fresh = !c.as_ref().is_some_and(|c| c.relid == relid && c.generation == generation);
+                if fresh {
+                    *c = Some(ToolCache { relid, generation, entries: HashMap::new() });
+                }
+                if let Some(c) = c.as_mut() {
+                    if c.entries.len() < TOOLS_KEPT {
+                        c.entries.insert(name.to_owned(), t);
+                    }
+                }
+            });
+        }
+    }
+    Ok(found)
 }
+
+/// How many tools a backend keeps.
+const TOOLS_KEPT: usize = 1024;
 
 /// `BEFORE UPDATE OR DELETE FOR EACH STATEMENT` on `pg_labels.tools`.
 const TOOLS_CHANGE: Spec = Spec {
@@ -276,6 +349,10 @@ sql_function! {
         let trigger = Trigger::fired(&call, &TOOLS_CHANGE)?;
         // the lock is kept to the end of the transaction (Table's drop keeps it)
         Table::open(trigger.relid(), pg_sys::ExclusiveLock)?;
+        // every backend forgets the tools it kept once this change commits (and this one at
+        // the end of the statement)
+        // SAFETY: queues an invalidation message for a relation that exists (it fired us).
+        unsafe { pg_sys::CacheInvalidateRelcacheByRelid(trigger.relid()) };
         Ok(Datum::from(0usize))
     }
 }
