@@ -9,7 +9,8 @@
 //! - a labelset is its entries in ascending order, each followed by a 0 byte (see [`labelset`]).
 //!
 //! Modules, lowest first (each uses only those above it): `sqlstate`, `error`, `path`,
-//! `label`, `scope`, `labelset`, `crossing`, `rules`, `step`, `refusal`, `barrier`, `flow`.
+//! `label`, `scope`, `labelset`, `crossing`, `rules`, `step`, `refusal`, `barrier`, `flow`,
+//! `chain` (the trail's hash chains and ledger, checkable with no database).
 #![forbid(unsafe_code)]
 
 pub mod barrier;
