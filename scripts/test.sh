@@ -62,8 +62,8 @@ setup
 cd "$ROOT"
 
 if wants core; then
-    log "core: unit and property tests"
-    set +e; cargo test -p pg_labels_core --release; result core $?; set -e
+    log "core: unit and property tests (and the offline proof verifier)"
+    set +e; cargo test -p pg_labels_core -p pg_labels_verify --release; result core $?; set -e
 fi
 
 if wants structure; then

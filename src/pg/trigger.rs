@@ -253,6 +253,7 @@ impl<'a> Trigger<'a> {
             tuple: self.td.tg_trigtuple,
             desc: self.rel().rd_att,
             relid: self.relid(),
+            deformed: std::cell::OnceCell::new(),
             _call: std::marker::PhantomData,
         }
     }
@@ -263,6 +264,7 @@ impl<'a> Trigger<'a> {
             tuple: self.td.tg_newtuple,
             desc: self.rel().rd_att,
             relid: self.relid(),
+            deformed: std::cell::OnceCell::new(),
             _call: std::marker::PhantomData,
         }
     }
@@ -337,11 +339,14 @@ pub fn drop_extension_event(call: &Call<'_>, function: &str) -> Result<Option<Dr
 }
 
 /// A row handed to a row trigger.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Tuple<'a> {
     tuple: pg_sys::HeapTuple,
     desc: pg_sys::TupleDesc,
     relid: Oid,
+    /// Every column's datum and null flag, taken apart once on first use (reading columns one
+    /// by one walks the row from its start for each column after a variable-length one).
+    deformed: std::cell::OnceCell<(Vec<Datum>, Vec<bool>)>,
     _call: std::marker::PhantomData<&'a ()>,
 }
 
@@ -370,10 +375,18 @@ impl<'a> Tuple<'a> {
         if self.tuple.is_null() {
             return None;
         }
-        let mut isnull = false;
-        // SAFETY: a live tuple of this descriptor; col in range.
-        let d = unsafe { pg_sys::heap_getattr(self.tuple, col, self.desc, &mut isnull) };
-        (!isnull).then_some(d)
+        let (values, nulls) = self.deformed.get_or_init(|| {
+            // SAFETY: a live tuple of this descriptor; the arrays have natts entries.
+            unsafe {
+                let natts = (*self.desc).natts.max(0) as usize;
+                let mut values = vec![Datum::from(0usize); natts];
+                let mut nulls = vec![true; natts];
+                pg_sys::heap_deform_tuple(self.tuple, self.desc, values.as_mut_ptr(), nulls.as_mut_ptr());
+                (values, nulls)
+            }
+        });
+        let i = usize::try_from(col).ok()?.checked_sub(1)?;
+        (!*nulls.get(i)?).then(|| values[i])
     }
 
     /// Column `col` as `T` (`None` when NULL), its type checked.

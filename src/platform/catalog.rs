@@ -362,13 +362,13 @@ unsafe extern "C-unwind" {
     fn nextval_oid(fcinfo: pg_sys::FunctionCallInfo) -> Datum;
 }
 
-/// The next value of a sequence of the platform schema, taken as the platform tables' owner.
-pub fn next_id(namespace: Oid, sequence: &CStr) -> Result<i64> {
+/// The next value of a sequence of the platform schema, taken as `owner` (the owner of the
+/// platform table whose trigger asks).
+pub fn next_id(namespace: Oid, sequence: &CStr, owner: Oid) -> Result<i64> {
     let seq = relation(namespace, sequence);
     if seq == Oid::INVALID {
         return Err(missing(&sequence.to_string_lossy()));
     }
-    let owner = platform_owner()?;
     crate::pg::spi::as_owner(owner, || {
         // SAFETY: nextval_oid is a V1 function of one oid argument; the guard of pg_sys turns
         // its errors (sequence exhausted) into ours.

@@ -210,7 +210,7 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
         (c_actor, Some(text_datum(&writer)?)),
     ];
     if !legacy_ids {
-        let id = catalog::next_id(trigger.namespace(), c"shares_id_seq")?;
+        let id = catalog::next_id(trigger.namespace(), c"shares_id_seq", trigger.owner())?;
         changes.push((c_id, Some(Datum::from(id))));
     }
     if filled {

@@ -168,7 +168,7 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
         if row.is_identity(c.id) {
             return Ok(row.unchanged());
         }
-        let id = catalog::next_id(trigger.namespace(), c"steps_id_seq")?;
+        let id = catalog::next_id(trigger.namespace(), c"steps_id_seq", trigger.owner())?;
         return Ok(row.modified(&[(c.id, Some(Datum::from(id)))]));
     };
     // (a table of release 0.1.0, until ALTER EXTENSION UPDATE, takes ids from an identity)
@@ -309,7 +309,7 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
     let mut changes: Vec<(i32, Option<Datum>)> =
         vec![(c.actor, Some(crate::pg::datum::text_datum(&actor)?))];
     if !legacy_ids {
-        let id = catalog::next_id(namespace, c"steps_id_seq")?;
+        let id = catalog::next_id(namespace, c"steps_id_seq", owner)?;
         changes.push((c.id, Some(Datum::from(id))));
     }
     if let Cow::Owned(body) = &own {
