@@ -17,7 +17,7 @@ else
 fi
 export PGBIN PG_MAJOR
 PGRX_VERSION=0.18.1
-PACKAGES=(postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo pkg-config bc graphviz)
+PACKAGES=(postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo pkg-config bc graphviz sqlsmith)
 
 log() { printf '\n==> %s\n' "$*" >&2; }
 

@@ -4,7 +4,7 @@
 #   scripts/test.sh              everything (CI runs this: .ci/run)
 #   scripts/test.sh SUITE ...    one or more suites: core, pgtest, structure, types, platform,
 #                                sharing, publication, rls, docs, security, isolation,
-#                                concurrency, dump, upgrade, package, client
+#                                concurrency, dump, upgrade, package, client, fuzz
 #   scripts/test.sh FILE ...     one or more pg_regress files by name (e.g. trail, scope)
 #   PG_MAJOR=16 scripts/test.sh  the same against another PostgreSQL (13 to 18; default 15)
 # With no arguments and no PG_MAJOR, everything runs on 15, then every suite that needs a
@@ -24,7 +24,7 @@ declare -A REGRESS=(
     [rls]="rls provenance"
     [security]="hostile_triggers hardening"
 )
-ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client)
+ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client fuzz)
 
 passed=0
 failed=0
@@ -180,7 +180,12 @@ if wants package; then
     set +e; "$ROOT/tests/package/run.sh"; result package $?; set -e
 fi
 
-if wants security || [[ " ${files[*]} " == *" hostile_triggers "* ]]; then
+if wants fuzz; then
+    log "random queries (sqlsmith) as an ordinary role"
+    set +e; SERVER_LOG="$CLUSTER_DIR/server.log" "$ROOT/tests/fuzz/run.sh"; result fuzz $?; set -e
+fi
+
+if wants security || wants fuzz || [[ " ${files[*]} " == *" hostile_triggers "* ]]; then
     log "the server log shows no crash"
     if grep -E "terminated by signal|server process .* was terminated" "$CLUSTER_DIR/server.log"; then
         result "no crash in the server log" 1
