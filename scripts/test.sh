@@ -9,8 +9,8 @@
 #   PG_MAJOR=16 scripts/test.sh  the same against another PostgreSQL (13 to 18; default 15)
 # With no arguments and no PG_MAJOR, everything runs on 15, then every suite that needs a
 # cluster runs again on each version of PG_MATRIX (default "16 17 18"; "" for none), each built
-# and installed into that version's server (the version-independent suites, core, pgtest and
-# structure, run once).
+# and installed into that version's server: the whole suite on every version but for core and
+# structure, which do not depend on the server's version and run once.
 # Ends with the standard "N passed, N failed" line; exits non-zero if anything failed.
 major_given=${PG_MAJOR:-}
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -201,7 +201,7 @@ if [ $# -eq 0 ] && [ -z "$major_given" ]; then
     for v in ${PG_MATRIX-16 17 18}; do
         log "PostgreSQL $v: the cluster suites"
         started=$SECONDS
-        line=$(PG_MAJOR=$v "$0" types platform sharing publication rls security docs isolation concurrency dump upgrade package 2>&1 |
+        line=$(PG_MAJOR=$v "$0" pgtest types platform sharing publication rls security docs isolation concurrency dump upgrade package client fuzz 2>&1 |
             tee "/tmp/pg_labels_test_pg$v.log" | tail -1) || true
         echo "PostgreSQL $v: $line in $((SECONDS - started)) s, its build included (log: /tmp/pg_labels_test_pg$v.log)"
         if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
