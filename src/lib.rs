@@ -31,7 +31,11 @@ pub extern "C-unwind" fn _PG_init() {
     name = "functions",
     requires = ["types"]
 );
-::pgrx::extension_sql_file!("../sql/schema.sql", name = "schema", requires = ["functions"]);
+::pgrx::extension_sql_file!(
+    "../sql/schema.sql",
+    name = "schema",
+    requires = ["functions"]
+);
 ::pgrx::extension_sql_file!(
     "../sql/finish.sql",
     name = "finish",

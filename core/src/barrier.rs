@@ -263,7 +263,12 @@ pub fn open_run(o: &Opening<'_>) -> Result<Opened, Refusal> {
         // could carry more) and nothing else.
         match path {
             Some(p) if p != l.scope => {
-                return Err(refusal::run_not_opened(o.run, p, &[], Some((l.id, l.scope))))
+                return Err(refusal::run_not_opened(
+                    o.run,
+                    p,
+                    &[],
+                    Some((l.id, l.scope)),
+                ))
             }
             Some(_) => {}
             None => {
@@ -305,7 +310,9 @@ pub fn open_run(o: &Opening<'_>) -> Result<Opened, Refusal> {
     let Some(path) = path else {
         return Err(Refusal {
             sqlstate: crate::sqlstate::NOT_NULL_VIOLATION,
-            message: "null value in column \"scope\" of relation \"runs\" violates not-null constraint".into(),
+            message:
+                "null value in column \"scope\" of relation \"runs\" violates not-null constraint"
+                    .into(),
             detail: None,
             hint: None,
             constraint: None,
@@ -687,7 +694,10 @@ mod tests {
         };
         let (plat, fin) = (p("acme/platform"), p("acme/finance"));
         let o = open(Some(&plat), &empty, None, None, None).unwrap();
-        assert_eq!(LabelSet::from_canonical(&o.labels).to_text(), "{area:acme/platform}");
+        assert_eq!(
+            LabelSet::from_canonical(&o.labels).to_text(),
+            "{area:acme/platform}"
+        );
         // initial labels must fit
         let e = open(Some(&plat), &ls("{area:acme/finance}"), None, None, None).unwrap_err();
         assert_eq!(e.constraint, Some("data_barrier"));
@@ -704,11 +714,15 @@ mod tests {
         assert!(o.scope_filled);
         assert_eq!(o.agent_filled.as_deref(), Some("bot"));
         assert_eq!(
-            open(Some(&fin), &empty, Some(l), None, None).unwrap_err().constraint,
+            open(Some(&fin), &empty, Some(l), None, None)
+                .unwrap_err()
+                .constraint,
             Some("data_barrier")
         );
         assert_eq!(
-            open(None, &empty, Some(l), None, Some("other")).unwrap_err().constraint,
+            open(None, &empty, Some(l), None, Some("other"))
+                .unwrap_err()
+                .constraint,
             Some("runs_listener_check")
         );
         // a published version decides the scope
@@ -720,9 +734,16 @@ mod tests {
             open(Some(&plat), &empty, None, Some(v), Some("bot")).unwrap_err().message,
             "data_barrier: run r is not opened: agent bot version 2 is published in scope acme/finance, not acme/platform"
         );
-        assert_eq!(open(None, &empty, None, Some(v), Some("bot")).unwrap().scope, fin);
         assert_eq!(
-            open(None, &empty, None, Some(v), None).unwrap_err().constraint,
+            open(None, &empty, None, Some(v), Some("bot"))
+                .unwrap()
+                .scope,
+            fin
+        );
+        assert_eq!(
+            open(None, &empty, None, Some(v), None)
+                .unwrap_err()
+                .constraint,
             Some("runs_agent_version_fkey")
         );
         let unpublished = VersionFacts {
@@ -730,7 +751,9 @@ mod tests {
             scope: None,
         };
         assert_eq!(
-            open(None, &empty, None, Some(unpublished), Some("bot")).unwrap_err().constraint,
+            open(None, &empty, None, Some(unpublished), Some("bot"))
+                .unwrap_err()
+                .constraint,
             Some("runs_agent_version_fkey")
         );
     }
@@ -752,15 +775,19 @@ mod tests {
             }])
         };
         assert_eq!(share(&art, &p("acme"), None, None, none).unwrap(), Ok(None));
-        assert!(share(&art, &p("acme/platform"), None, None, none).unwrap().is_err());
+        assert!(share(&art, &p("acme/platform"), None, None, none)
+            .unwrap()
+            .is_err());
         assert_eq!(
             share(&art, &p("acme/platform"), None, None, into_platform).unwrap(),
             Ok(Some(5))
         );
         // a named crossing must be the one that covers
-        assert!(share(&art, &p("acme/platform"), None, Some(6), into_platform)
-            .unwrap()
-            .is_err());
+        assert!(
+            share(&art, &p("acme/platform"), None, Some(6), into_platform)
+                .unwrap()
+                .is_err()
+        );
         // reads: a share must cover the run
         let plat = p("acme/platform");
         let shares = [
@@ -778,8 +805,13 @@ mod tests {
         assert_eq!(covering_share(&p("acme/platform/infra"), shares), Some(2));
         assert_eq!(covering_share(&p("globex"), shares), None);
         let r = read("r", &plat, &art, None, LabelSet::EMPTY, none).unwrap();
-        assert_eq!(r.unwrap_err().message, "data_barrier: artifact a is not shared with run r");
-        assert!(read("r", &plat, &art, Some(2), LabelSet::EMPTY, none).unwrap().is_err());
+        assert_eq!(
+            r.unwrap_err().message,
+            "data_barrier: artifact a is not shared with run r"
+        );
+        assert!(read("r", &plat, &art, Some(2), LabelSet::EMPTY, none)
+            .unwrap()
+            .is_err());
         let ok = read("r", &plat, &art, Some(2), LabelSet::EMPTY, into_platform)
             .unwrap()
             .unwrap();

@@ -280,7 +280,11 @@ impl Verifier {
             start_count: before,
             head,
             length,
-            hash_at_length: if length == before { Some((0, start)) } else { None },
+            hash_at_length: if length == before {
+                Some((0, start))
+            } else {
+                None
+            },
             first_extra: None,
             found: None,
             pending: None,
@@ -306,34 +310,58 @@ impl Verifier {
         if let Some(p) = &mut self.pending {
             if s.hash == Some(p.wanted) {
                 // the step at `at` is chained to one that stands after it
-                self.found = Some(Break { step: Some(p.at), how: How::Reordered, at_end: false });
+                self.found = Some(Break {
+                    step: Some(p.at),
+                    how: How::Reordered,
+                    at_end: false,
+                });
                 return;
             }
             if !p.next_checked {
                 p.next_checked = true;
                 if s.prev == Some(p.expected) {
                     // the step at `at` sits between two steps chained to each other
-                    self.found = Some(Break { step: Some(p.at), how: How::Inserted, at_end: false });
+                    self.found = Some(Break {
+                        step: Some(p.at),
+                        how: How::Inserted,
+                        at_end: false,
+                    });
                 }
             }
             return;
         }
         let (Some(prev), Some(hash)) = (s.prev, s.hash) else {
-            self.found = Some(Break { step: Some(s.id), how: How::Edited, at_end: false });
+            self.found = Some(Break {
+                step: Some(s.id),
+                how: How::Edited,
+                at_end: false,
+            });
             return;
         };
         if prev != self.expected {
             if Some(prev) == self.before_prev {
                 // chained to the step before the previous one: the previous one was added
-                self.found = Some(Break { step: self.prev_id, how: How::Inserted, at_end: false });
+                self.found = Some(Break {
+                    step: self.prev_id,
+                    how: How::Inserted,
+                    at_end: false,
+                });
             } else {
-                self.pending =
-                    Some(Pending { at: s.id, wanted: prev, expected: self.expected, next_checked: false });
+                self.pending = Some(Pending {
+                    at: s.id,
+                    wanted: prev,
+                    expected: self.expected,
+                    next_checked: false,
+                });
             }
             return;
         }
         if s.computed != Some(hash) {
-            self.found = Some(Break { step: Some(s.id), how: How::Edited, at_end: false });
+            self.found = Some(Break {
+                step: Some(s.id),
+                how: How::Edited,
+                at_end: false,
+            });
             return;
         }
         self.before_prev = Some(self.expected);
@@ -345,7 +373,11 @@ impl Verifier {
     pub fn finish(mut self) -> Option<Break> {
         if let Some(p) = self.pending.take() {
             if self.found.is_none() {
-                self.found = Some(Break { step: Some(p.at), how: How::Removed, at_end: false });
+                self.found = Some(Break {
+                    step: Some(p.at),
+                    how: How::Removed,
+                    at_end: false,
+                });
             }
         }
         if self.found.is_some() {
@@ -353,14 +385,26 @@ impl Verifier {
         }
         let total = self.start_count + self.seen;
         if total < self.length {
-            return Some(Break { step: self.prev_id, how: How::Removed, at_end: true });
+            return Some(Break {
+                step: self.prev_id,
+                how: How::Removed,
+                at_end: true,
+            });
         }
         if total > self.length {
-            return Some(Break { step: self.first_extra, how: How::Inserted, at_end: false });
+            return Some(Break {
+                step: self.first_extra,
+                how: How::Inserted,
+                at_end: false,
+            });
         }
         match self.hash_at_length {
             Some((_, h)) if h == self.head => None,
-            _ => Some(Break { step: self.prev_id, how: How::Edited, at_end: true }),
+            _ => Some(Break {
+                step: self.prev_id,
+                how: How::Edited,
+                at_end: true,
+            }),
         }
     }
 }
@@ -536,17 +580,30 @@ mod tests {
     }
 
     /// Verify stored (id, prev, leaf) rows, as a database would hand them over.
-    fn verify(start: Hash, rows: &[(i64, Hash, Hash, Hash)], head: Hash, length: i64) -> Option<Break> {
+    fn verify(
+        start: Hash,
+        rows: &[(i64, Hash, Hash, Hash)],
+        head: Hash,
+        length: i64,
+    ) -> Option<Break> {
         let mut v = Verifier::new(start, 0, head, length);
         for &(id, prev, leaf, hash) in rows {
-            v.push(&Stored { id, prev: Some(prev), hash: Some(hash), computed: Some(link(&prev, &leaf)) });
+            v.push(&Stored {
+                id,
+                prev: Some(prev),
+                hash: Some(hash),
+                computed: Some(link(&prev, &leaf)),
+            });
         }
         v.finish()
     }
 
     fn stored(start: Hash, n: usize) -> (Vec<(i64, Hash, Hash, Hash)>, Hash) {
         let (_, c) = chain(n);
-        let rows: Vec<_> = c.iter().map(|&(id, prev, leaf)| (id, prev, leaf, link(&prev, &leaf))).collect();
+        let rows: Vec<_> = c
+            .iter()
+            .map(|&(id, prev, leaf)| (id, prev, leaf, link(&prev, &leaf)))
+            .collect();
         let head = rows.last().map(|r| r.3).unwrap_or(start);
         (rows, head)
     }
@@ -565,7 +622,14 @@ mod tests {
         let (start, _) = chain(5);
         let (mut rows, head) = stored(start, 5);
         rows[2].2 = h(99); // content changed, hash kept
-        assert_eq!(verify(start, &rows, head, 5), Some(Break { step: Some(30), how: How::Edited, at_end: false }));
+        assert_eq!(
+            verify(start, &rows, head, 5),
+            Some(Break {
+                step: Some(30),
+                how: How::Edited,
+                at_end: false
+            })
+        );
     }
 
     #[test]
@@ -574,13 +638,34 @@ mod tests {
         let (rows, head) = stored(start, 5);
         let mut middle = rows.clone();
         middle.remove(2);
-        assert_eq!(verify(start, &middle, head, 5), Some(Break { step: Some(40), how: How::Removed, at_end: false }));
+        assert_eq!(
+            verify(start, &middle, head, 5),
+            Some(Break {
+                step: Some(40),
+                how: How::Removed,
+                at_end: false
+            })
+        );
         let mut last = rows.clone();
         last.pop();
-        assert_eq!(verify(start, &last, head, 5), Some(Break { step: Some(40), how: How::Removed, at_end: true }));
+        assert_eq!(
+            verify(start, &last, head, 5),
+            Some(Break {
+                step: Some(40),
+                how: How::Removed,
+                at_end: true
+            })
+        );
         let mut first = rows.clone();
         first.remove(0);
-        assert_eq!(verify(start, &first, head, 5), Some(Break { step: Some(20), how: How::Removed, at_end: false }));
+        assert_eq!(
+            verify(start, &first, head, 5),
+            Some(Break {
+                step: Some(20),
+                how: How::Removed,
+                at_end: false
+            })
+        );
     }
 
     #[test]
@@ -592,15 +677,36 @@ mod tests {
         let forged = (25, rows[1].3, forged_leaf, link(&rows[1].3, &forged_leaf));
         let mut with = rows.clone();
         with.insert(2, forged);
-        assert_eq!(verify(start, &with, head, 5), Some(Break { step: Some(25), how: How::Inserted, at_end: false }));
+        assert_eq!(
+            verify(start, &with, head, 5),
+            Some(Break {
+                step: Some(25),
+                how: How::Inserted,
+                at_end: false
+            })
+        );
         // a forged step with a made-up predecessor
         let mut with = rows.clone();
         with.insert(2, (25, h(1), forged_leaf, link(&h(1), &forged_leaf)));
-        assert_eq!(verify(start, &with, head, 5), Some(Break { step: Some(25), how: How::Inserted, at_end: false }));
+        assert_eq!(
+            verify(start, &with, head, 5),
+            Some(Break {
+                step: Some(25),
+                how: How::Inserted,
+                at_end: false
+            })
+        );
         // a forged last step chained to the head, the run row untouched
         let mut with = rows.clone();
         with.push((60, head, forged_leaf, link(&head, &forged_leaf)));
-        assert_eq!(verify(start, &with, head, 5), Some(Break { step: Some(60), how: How::Inserted, at_end: false }));
+        assert_eq!(
+            verify(start, &with, head, 5),
+            Some(Break {
+                step: Some(60),
+                how: How::Inserted,
+                at_end: false
+            })
+        );
     }
 
     #[test]
@@ -614,14 +720,28 @@ mod tests {
         let (a, b) = (swapped[1].0, swapped[2].0);
         swapped[1].0 = b;
         swapped[2].0 = a;
-        assert_eq!(verify(start, &swapped, head, 5), Some(Break { step: Some(20), how: How::Reordered, at_end: false }));
+        assert_eq!(
+            verify(start, &swapped, head, 5),
+            Some(Break {
+                step: Some(20),
+                how: How::Reordered,
+                at_end: false
+            })
+        );
     }
 
     #[test]
     fn head_edited() {
         let (start, _) = chain(3);
         let (rows, _) = stored(start, 3);
-        assert_eq!(verify(start, &rows, h(5), 3), Some(Break { step: Some(30), how: How::Edited, at_end: true }));
+        assert_eq!(
+            verify(start, &rows, h(5), 3),
+            Some(Break {
+                step: Some(30),
+                how: How::Edited,
+                at_end: true
+            })
+        );
     }
 
     #[test]
@@ -631,7 +751,11 @@ mod tests {
             let r = root(&leaves);
             for i in 0..n {
                 let p = audit_path(&leaves, i);
-                assert_eq!(root_from_path(&leaves[i], i as u64, n as u64, &p), Some(r), "n={n} i={i}");
+                assert_eq!(
+                    root_from_path(&leaves[i], i as u64, n as u64, &p),
+                    Some(r),
+                    "n={n} i={i}"
+                );
                 assert_ne!(root_from_path(&h(250), i as u64, n as u64, &p), Some(r));
             }
         }
@@ -640,9 +764,21 @@ mod tests {
     #[test]
     fn encoding_is_unambiguous() {
         // a NULL and an empty text differ; field boundaries cannot shift
-        let a = { let mut e = Encoder::new("t"); e.text(None).text(Some("ab")); e.finish() };
-        let b = { let mut e = Encoder::new("t"); e.text(Some("")).text(Some("ab")); e.finish() };
-        let c = { let mut e = Encoder::new("t"); e.text(Some("a")).text(Some("b")); e.finish() };
+        let a = {
+            let mut e = Encoder::new("t");
+            e.text(None).text(Some("ab"));
+            e.finish()
+        };
+        let b = {
+            let mut e = Encoder::new("t");
+            e.text(Some("")).text(Some("ab"));
+            e.finish()
+        };
+        let c = {
+            let mut e = Encoder::new("t");
+            e.text(Some("a")).text(Some("b"));
+            e.finish()
+        };
         assert!(a != b && b != c && a != c);
         assert_eq!(hex(&from_hex(&hex(&a)).unwrap()), hex(&a));
     }

@@ -69,12 +69,19 @@ pub(crate) fn parse_path(
             }
             count += 1;
             if count > MAX_SEGMENTS {
-                return Err(ParseError::at(Problem::TooManySegments { max: MAX_SEGMENTS }, text, seg_start));
+                return Err(ParseError::at(
+                    Problem::TooManySegments { max: MAX_SEGMENTS },
+                    text,
+                    seg_start,
+                ));
             }
             let len = i - seg_start;
             if len > MAX_SEGMENT_LEN {
                 return Err(ParseError::at(
-                    Problem::SegmentTooLong { len, max: MAX_SEGMENT_LEN },
+                    Problem::SegmentTooLong {
+                        len,
+                        max: MAX_SEGMENT_LEN,
+                    },
                     text,
                     seg_start,
                 ));
@@ -111,4 +118,3 @@ pub(crate) fn parse_path(
         i += 1;
     }
 }
-

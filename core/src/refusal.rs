@@ -74,26 +74,86 @@ pub struct CheckSpec {
 
 /// The checks, by the constraint name each refusal carries.
 pub const CHECKS: [CheckSpec; 20] = [
-    check("steps_run_id_fkey", sqlstate::FOREIGN_KEY_VIOLATION, "steps"),
-    check("steps_artifact_id_fkey", sqlstate::FOREIGN_KEY_VIOLATION, "steps"),
-    check("artifacts_origin_run_fkey", sqlstate::FOREIGN_KEY_VIOLATION, "artifacts"),
-    check("shares_artifact_id_fkey", sqlstate::FOREIGN_KEY_VIOLATION, "shares"),
-    check("shares_to_run_fkey", sqlstate::FOREIGN_KEY_VIOLATION, "shares"),
-    check("runs_listener_id_fkey", sqlstate::FOREIGN_KEY_VIOLATION, "runs"),
-    check("runs_agent_version_fkey", sqlstate::FOREIGN_KEY_VIOLATION, "runs"),
-    check("steps_context_read_check", sqlstate::CHECK_VIOLATION, "steps"),
+    check(
+        "steps_run_id_fkey",
+        sqlstate::FOREIGN_KEY_VIOLATION,
+        "steps",
+    ),
+    check(
+        "steps_artifact_id_fkey",
+        sqlstate::FOREIGN_KEY_VIOLATION,
+        "steps",
+    ),
+    check(
+        "artifacts_origin_run_fkey",
+        sqlstate::FOREIGN_KEY_VIOLATION,
+        "artifacts",
+    ),
+    check(
+        "shares_artifact_id_fkey",
+        sqlstate::FOREIGN_KEY_VIOLATION,
+        "shares",
+    ),
+    check(
+        "shares_to_run_fkey",
+        sqlstate::FOREIGN_KEY_VIOLATION,
+        "shares",
+    ),
+    check(
+        "runs_listener_id_fkey",
+        sqlstate::FOREIGN_KEY_VIOLATION,
+        "runs",
+    ),
+    check(
+        "runs_agent_version_fkey",
+        sqlstate::FOREIGN_KEY_VIOLATION,
+        "runs",
+    ),
+    check(
+        "steps_context_read_check",
+        sqlstate::CHECK_VIOLATION,
+        "steps",
+    ),
     check("steps_shape_check", sqlstate::CHECK_VIOLATION, "steps"),
-    check("steps_written_by_database", sqlstate::GENERATED_ALWAYS, "steps"),
-    check("runs_written_by_database", sqlstate::GENERATED_ALWAYS, "runs"),
-    check("artifacts_digest_check", sqlstate::CHECK_VIOLATION, "artifacts"),
+    check(
+        "steps_written_by_database",
+        sqlstate::GENERATED_ALWAYS,
+        "steps",
+    ),
+    check(
+        "runs_written_by_database",
+        sqlstate::GENERATED_ALWAYS,
+        "runs",
+    ),
+    check(
+        "artifacts_digest_check",
+        sqlstate::CHECK_VIOLATION,
+        "artifacts",
+    ),
     check("shares_to_run_check", sqlstate::CHECK_VIOLATION, "shares"),
     check("runs_listener_check", sqlstate::CHECK_VIOLATION, "runs"),
     check("runs_scope_check", sqlstate::CHECK_VIOLATION, "runs"),
-    check("agent_versions_version_check", sqlstate::CHECK_VIOLATION, "agent_versions"),
-    check("crossings_reason_check", sqlstate::CHECK_VIOLATION, "crossings"),
-    check("crossings_guard", sqlstate::INSUFFICIENT_PRIVILEGE, "crossings"),
+    check(
+        "agent_versions_version_check",
+        sqlstate::CHECK_VIOLATION,
+        "agent_versions",
+    ),
+    check(
+        "crossings_reason_check",
+        sqlstate::CHECK_VIOLATION,
+        "crossings",
+    ),
+    check(
+        "crossings_guard",
+        sqlstate::INSUFFICIENT_PRIVILEGE,
+        "crossings",
+    ),
     check("steps_one_decision", sqlstate::UNIQUE_VIOLATION, "steps"),
-    check("pg_labels_trail", sqlstate::DEPENDENT_OBJECTS_STILL_EXIST, "steps"),
+    check(
+        "pg_labels_trail",
+        sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
+        "steps",
+    ),
 ];
 
 const fn check(constraint: &'static str, sqlstate: SqlState, table: &'static str) -> CheckSpec {
@@ -206,7 +266,8 @@ const SEALED_HINT: &str = "The trail is append-only and a run's scope is sealed 
 pg_labels.purge(older_than), which the DBA grants.";
 
 /// Where crossings are sealed.
-pub const CROSSINGS_SEALED_HINT: &str = "Crossings are the audited record of who let which data cross, and why: \
+pub const CROSSINGS_SEALED_HINT: &str =
+    "Crossings are the audited record of who let which data cross, and why: \
 they are ended with pg_labels.revoke_crossing(crossing, reason), never edited or deleted.";
 
 const DECIDE_HINT: &str = "The role that writes the platform's steps cannot approve its own calls; a DBA allows a person to \
@@ -368,7 +429,10 @@ pub fn listener_agent(run: &str, listener: i64, bound: &str, given: &str) -> Ref
 
 /// A run naming a listener that does not exist.
 pub fn no_listener(listener: i64) -> Refusal {
-    Refusal::check("runs_listener_id_fkey", format!("listener {listener} does not exist"))
+    Refusal::check(
+        "runs_listener_id_fkey",
+        format!("listener {listener} does not exist"),
+    )
 }
 
 /// A run naming an agent version that is not published (`agent` None: no agent named).
@@ -434,8 +498,12 @@ pub fn written_by_database(table: &'static str, column: &str, why: &str) -> Refu
         constraint,
         format!("cannot insert a value into column \"{column}\" of pg_labels.{table}"),
     )
-    .detail(format!("Column {column} is {why}: the database writes it, never the writer."))
-    .hint(format!("Leave {column} out of the INSERT; read it back with RETURNING."))
+    .detail(format!(
+        "Column {column} is {why}: the database writes it, never the writer."
+    ))
+    .hint(format!(
+        "Leave {column} out of the INSERT; read it back with RETURNING."
+    ))
 }
 
 /// An approval decision written other than by `decide_approval()`.
@@ -687,7 +755,10 @@ pub fn crossing_already_revoked(id: i64, at: &str, by: &str) -> Refusal {
 
 /// `DROP EXTENSION pg_labels` while the trail holds rows: (table, rows) of each that does.
 pub fn drop_refused(held: &[(&str, i64)]) -> Refusal {
-    let what: Vec<String> = held.iter().map(|(t, n)| format!("{n} in pg_labels.{t}")).collect();
+    let what: Vec<String> = held
+        .iter()
+        .map(|(t, n)| format!("{n} in pg_labels.{t}"))
+        .collect();
     Refusal::check(
         "pg_labels_trail",
         "cannot drop extension pg_labels while the trail holds rows".into(),
@@ -771,7 +842,9 @@ pub fn publication_refused(who: &str, first: &str, reached: &[String], more: usi
     Refusal::rule(
         Rule::UntrustedToIrreversible,
         "agent_versions",
-        format!("untrusted_to_irreversible: {who} is not published: untrusted data reaches {first}"),
+        format!(
+            "untrusted_to_irreversible: {who} is not published: untrusted data reaches {first}"
+        ),
     )
     .detail(detail.join(" "))
     .hint(PUBLICATION_HINT)
@@ -823,7 +896,10 @@ mod tests {
             })
             .collect();
         let set = crate::labelset::from_entries(
-            LabelSet::from_canonical(&big).iter().map(|l| l.0.to_vec()).collect(),
+            LabelSet::from_canonical(&big)
+                .iter()
+                .map(|l| l.0.to_vec())
+                .collect(),
         );
         let r = tool_call(
             "r",

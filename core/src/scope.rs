@@ -8,8 +8,8 @@
 use crate::error::{ParseError, Problem};
 use std::cmp::Ordering;
 
-pub use crate::path::{MAX_SEGMENTS, MAX_SEGMENT_LEN, SEP};
 use crate::path::{parse_path, Alphabet};
+pub use crate::path::{MAX_SEGMENTS, MAX_SEGMENT_LEN, SEP};
 
 /// Parse the text form of a scope (`*`, `acme`, `acme/platform`, ...) into its path.
 pub fn parse(text: &[u8]) -> Result<Vec<u8>, ParseError> {

@@ -62,7 +62,10 @@ impl Kind {
 
     /// Reads the tool catalog (the rules, or the trust of a result).
     pub fn reads_tool(self) -> bool {
-        matches!(self, Kind::ToolCalled | Kind::GateDecided | Kind::ToolResult)
+        matches!(
+            self,
+            Kind::ToolCalled | Kind::GateDecided | Kind::ToolResult
+        )
     }
 }
 
@@ -173,7 +176,11 @@ pub struct ShapeError {
 impl std::fmt::Display for ShapeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (k, c) = (self.kind.name(), self.column.name());
-        let a = if k.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+        let a = if k.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
         match (self.fill, self.given) {
             (Fill::Required, false) => write!(f, "{a} {k} step needs {c}"),
             (Fill::Database, _) => write!(f, "{c} of {a} {k} step is written by the database"),
@@ -225,9 +232,15 @@ mod tests {
         // a tool call names no artifact, origin or digest; its decision is the database's
         let e = check(Kind::ToolCalled, only(&[Column::Tool, Column::OriginRun])).unwrap_err();
         assert_eq!((e.column, e.fill), (Column::OriginRun, Fill::Never));
-        assert_eq!(e.to_string(), "a tool_called step does not carry origin_run");
+        assert_eq!(
+            e.to_string(),
+            "a tool_called step does not carry origin_run"
+        );
         let e = check(Kind::GateDecided, only(&[Column::Decision])).unwrap_err();
-        assert_eq!(e.to_string(), "decision of a gate_decided step is written by the database");
+        assert_eq!(
+            e.to_string(),
+            "decision of a gate_decided step is written by the database"
+        );
         // a context read names its artifact, and may state origin and digest (checked)
         let e = check(Kind::ContextRead, only(&[])).unwrap_err();
         assert_eq!(e.to_string(), "a context_read step needs artifact_id");

@@ -14,7 +14,8 @@ use pg_labels_core::{labelset, scope, LabelSet};
 use proptest::prelude::*;
 
 fn segment() -> impl Strategy<Value = String> {
-    prop::sample::select(vec!["acme", "globex", "a", "b", "platform", "finance"]).prop_map(String::from)
+    prop::sample::select(vec!["acme", "globex", "a", "b", "platform", "finance"])
+        .prop_map(String::from)
 }
 
 fn path() -> impl Strategy<Value = Vec<String>> {
@@ -56,13 +57,20 @@ fn reaches(a: &[String], b: &[String]) -> bool {
 fn body(labels: &[L]) -> Vec<u8> {
     let text = format!(
         "{{{}}}",
-        labels.iter().map(|l| l.text.as_str()).collect::<Vec<_>>().join(",")
+        labels
+            .iter()
+            .map(|l| l.text.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
     );
     labelset::parse(text.as_bytes()).unwrap()
 }
 
 fn texts(b: &[u8]) -> Vec<String> {
-    let mut v: Vec<String> = LabelSet::from_canonical(b).iter().map(|l| l.to_text()).collect();
+    let mut v: Vec<String> = LabelSet::from_canonical(b)
+        .iter()
+        .map(|l| l.to_text())
+        .collect();
     v.sort();
     v
 }

@@ -22,7 +22,12 @@ fn table() -> Vec<(String, String, String, String)> {
                 .split(" | ")
                 .map(|c| c.trim().to_string())
                 .collect();
-            (cells[0].clone(), cells[1].clone(), cells[2].clone(), cells[3].clone())
+            (
+                cells[0].clone(),
+                cells[1].clone(),
+                cells[2].clone(),
+                cells[3].clone(),
+            )
         })
         .collect();
     assert!(rows.len() > 10, "the table was found");
@@ -36,7 +41,8 @@ fn every_rule_and_check_is_in_the_readme() {
         let name = format!("`{}`", r.rule.name());
         let state = format!("`{}`", sqlstate::text(&r.sqlstate));
         assert!(
-            rows.iter().any(|(rule, _, st, c)| *rule == name && *st == state && c.contains(&name)),
+            rows.iter()
+                .any(|(rule, _, st, c)| *rule == name && *st == state && c.contains(&name)),
             "README: no row for rule {name} with SQLSTATE {state}"
         );
     }
@@ -44,7 +50,8 @@ fn every_rule_and_check_is_in_the_readme() {
         let name = format!("`{}`", c.constraint);
         let state = format!("`{}`", sqlstate::text(&c.sqlstate));
         assert!(
-            rows.iter().any(|(_, _, st, cons)| cons.contains(&name) && *st == state),
+            rows.iter()
+                .any(|(_, _, st, cons)| cons.contains(&name) && *st == state),
             "README: no row naming constraint {name} with SQLSTATE {state}"
         );
     }
@@ -58,7 +65,8 @@ fn every_constraint_the_readme_names_is_raised() {
                 continue;
             }
             assert!(
-                RULES.iter().any(|r| r.rule.name() == name) || CHECKS.iter().any(|c| c.constraint == name),
+                RULES.iter().any(|r| r.rule.name() == name)
+                    || CHECKS.iter().any(|c| c.constraint == name),
                 "README names constraint {name}, which no refusal carries"
             );
         }

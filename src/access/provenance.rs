@@ -91,7 +91,10 @@ fn walk(start: Uuid) -> Result<(Vec<Read>, HashMap<Uuid, RunFacts>)> {
                     upstream: rows.get(i, 1)?,
                     artifact: rows.get(i, 2)?,
                     digest: rows.get(i, 3)?,
-                    labels: rows.get::<LabelSetBuf>(i, 4)?.map(|l| l.0).unwrap_or_default(),
+                    labels: rows
+                        .get::<LabelSetBuf>(i, 4)?
+                        .map(|l| l.0)
+                        .unwrap_or_default(),
                     reader: rows.get(i, 5)?.unwrap_or_default(),
                     step: rows.get(i, 6)?.unwrap_or_default(),
                     at: rows.get(i, 7)?.unwrap_or(Timestamp(0)),
@@ -105,9 +108,17 @@ fn walk(start: Uuid) -> Result<(Vec<Read>, HashMap<Uuid, RunFacts>)> {
                 .collect();
             met.extend_from_slice(&frontier);
         }
-        let rows = RUNS.execute(spi, &[pg_sys::UUIDARRAYOID], &[Some(uuid_array_datum(&met))], true, 0)?;
+        let rows = RUNS.execute(
+            spi,
+            &[pg_sys::UUIDARRAYOID],
+            &[Some(uuid_array_datum(&met))],
+            true,
+            0,
+        )?;
         for i in 0..rows.len() {
-            let Some(id) = rows.get::<Uuid>(i, 1)? else { continue };
+            let Some(id) = rows.get::<Uuid>(i, 1)? else {
+                continue;
+            };
             runs.insert(
                 id,
                 RunFacts {
@@ -215,7 +226,11 @@ fn uuid_arg(call: &Call<'_>) -> Uuid {
     if !call.is_null(0) {
         // SAFETY: the SQL declaration makes argument 0 a uuid: 16 bytes.
         unsafe {
-            std::ptr::copy_nonoverlapping(call.datum(0).cast_mut_ptr::<u8>() as *const u8, u.as_mut_ptr(), 16)
+            std::ptr::copy_nonoverlapping(
+                call.datum(0).cast_mut_ptr::<u8>() as *const u8,
+                u.as_mut_ptr(),
+                16,
+            )
         }
     }
     Uuid(u)

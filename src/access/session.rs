@@ -15,7 +15,9 @@ use crate::pg::datum::Name;
 use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
 use crate::pg::fmgr::{external_id, ret_bool};
 use crate::pg::local::BackendLocal;
-use crate::pg::spi::{as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan};
+use crate::pg::spi::{
+    as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan,
+};
 use crate::platform::catalog::platform_owner;
 use crate::platform::crossings::ancestors_array;
 use crate::sql_function;
@@ -72,16 +74,27 @@ fn kept_answer(scope: &[u8], value: (Oid, Oid)) -> Option<bool> {
         if a.xact != s.xact || a.scope != scope {
             return None;
         }
-        a.by_value.iter().find(|(v, _)| *v == value).map(|(_, ok)| *ok)
+        a.by_value
+            .iter()
+            .find(|(v, _)| *v == value)
+            .map(|(_, ok)| *ok)
     })
 }
 
 fn keep_answer(scope: &[u8], value: (Oid, Oid), ok: bool) {
     state(|s| {
         let xact = s.xact;
-        let a = s.answers.get_or_insert_with(|| Answers { xact, scope: scope.to_vec(), by_value: Vec::new() });
+        let a = s.answers.get_or_insert_with(|| Answers {
+            xact,
+            scope: scope.to_vec(),
+            by_value: Vec::new(),
+        });
         if a.xact != xact || a.scope != scope {
-            *a = Answers { xact, scope: scope.to_vec(), by_value: Vec::new() };
+            *a = Answers {
+                xact,
+                scope: scope.to_vec(),
+                by_value: Vec::new(),
+            };
         }
         if a.by_value.len() >= ANSWERS_KEPT {
             a.by_value.remove(0);
@@ -250,7 +263,13 @@ fn granted(role: Oid, target: &[u8]) -> Result<bool> {
     let ancestors = ancestors_array(target)?;
     as_owner(owner, || {
         with_spi(|spi| {
-            let rows = GRANTS_REACHING.execute(spi, &[pg_sys::TEXTARRAYOID], &[Some(ancestors)], true, 0)?;
+            let rows = GRANTS_REACHING.execute(
+                spi,
+                &[pg_sys::TEXTARRAYOID],
+                &[Some(ancestors)],
+                true,
+                0,
+            )?;
             for i in 0..rows.len() {
                 let Some(name) = rows.get::<Name>(i, 1)? else {
                     continue;

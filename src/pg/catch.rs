@@ -25,7 +25,8 @@ unsafe extern "C-unwind" {
         tcount: c_long,
     ) -> c_int;
     #[link_name = "try_table_open"]
-    pub fn try_table_open(relation_id: pg_sys::Oid, lockmode: pg_sys::LOCKMODE) -> pg_sys::Relation;
+    pub fn try_table_open(relation_id: pg_sys::Oid, lockmode: pg_sys::LOCKMODE)
+        -> pg_sys::Relation;
     #[link_name = "SPI_execute"]
     pub fn spi_execute(src: *const c_char, read_only: bool, tcount: c_long) -> c_int;
     #[link_name = "SPI_execute_snapshot"]

@@ -260,18 +260,16 @@ impl Jsonb {
 
     /// A `jsonb` datum from JSON text, by the input function (raises 22P02 on bad JSON).
     pub fn from_text(text: &str) -> Result<Jsonb> {
-        let c = std::ffi::CString::new(text).map_err(|_| {
-            Error::new(crate::pg::error::INVALID_PARAMETER_VALUE, "NUL in JSON")
-        })?;
+        let c = std::ffi::CString::new(text)
+            .map_err(|_| Error::new(crate::pg::error::INVALID_PARAMETER_VALUE, "NUL in JSON"))?;
         Self::from_cstr(&c)
     }
 
     /// A `jsonb` datum from JSON text that ends with its NUL (and has no other), without
     /// copying it first.
     pub fn from_nul_terminated(text: &[u8]) -> Result<Jsonb> {
-        let c = CStr::from_bytes_with_nul(text).map_err(|_| {
-            Error::new(crate::pg::error::INVALID_PARAMETER_VALUE, "NUL in JSON")
-        })?;
+        let c = CStr::from_bytes_with_nul(text)
+            .map_err(|_| Error::new(crate::pg::error::INVALID_PARAMETER_VALUE, "NUL in JSON"))?;
         Self::from_cstr(c)
     }
 
@@ -437,10 +435,7 @@ impl<'a> BuiltinArgs<'a> for crate::pg::fmgr::Call<'a> {
 
 /// A `text[]` datum of byte strings, in the current memory context.
 pub fn bytes_array_datum(values: &[Vec<u8>]) -> Result<Datum> {
-    let elems = values
-        .iter()
-        .map(|v| ret_bytes(v))
-        .collect::<Result<_>>()?;
+    let elems = values.iter().map(|v| ret_bytes(v)).collect::<Result<_>>()?;
     Ok(array_datum(
         elems,
         pg_sys::TEXTOID,

@@ -50,7 +50,11 @@ pub fn capped(s: &str, limit: usize) -> std::borrow::Cow<'_, str> {
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    std::borrow::Cow::Owned(format!("{}... ({} more bytes cut)", &s[..end], s.len() - end))
+    std::borrow::Cow::Owned(format!(
+        "{}... ({} more bytes cut)",
+        &s[..end],
+        s.len() - end
+    ))
 }
 
 impl Error {

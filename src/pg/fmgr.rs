@@ -164,7 +164,8 @@ impl<'a> Call<'a> {
             if data.is_null() || cursor >= len {
                 return &[];
             }
-            let msg = std::slice::from_raw_parts(data.add(cursor as usize), (len - cursor) as usize);
+            let msg =
+                std::slice::from_raw_parts(data.add(cursor as usize), (len - cursor) as usize);
             (*buf).cursor = len;
             msg
         }

@@ -34,7 +34,8 @@ impl Table {
         // SAFETY: rd_rel is valid while the relation is open.
         let form = unsafe { &*(*self.rel).rd_rel };
         // SAFETY: relname is a NUL-terminated NameData.
-        form.relnamespace == namespace && unsafe { CStr::from_ptr(form.relname.data.as_ptr()) } == name
+        form.relnamespace == namespace
+            && unsafe { CStr::from_ptr(form.relname.data.as_ptr()) } == name
     }
 
     pub fn oid(&self) -> Oid {
@@ -173,7 +174,10 @@ impl Found<'_> {
             let mut tid = (*self.slot).tts_tid;
             let mut tmfd = pg_sys::TM_FailureData::default();
             let lock = (*(*rel).rd_tableam).tuple_lock.ok_or_else(|| {
-                Error::new(NOT_IN_PREREQUISITE_STATE, "pg_labels: table access method without tuple_lock")
+                Error::new(
+                    NOT_IN_PREREQUISITE_STATE,
+                    "pg_labels: table access method without tuple_lock",
+                )
             })?;
             let cid = pg_sys::GetCurrentCommandId(false);
             let (tid_ptr, tmfd_ptr) = (

@@ -202,7 +202,9 @@ impl SavedPlan {
                         limit as _,
                     )
                 } else {
-                    crate::pg::catch::spi_execute_plan(plan, values_ptr, nulls_ptr, read_only, limit as _)
+                    crate::pg::catch::spi_execute_plan(
+                        plan, values_ptr, nulls_ptr, read_only, limit as _,
+                    )
                 }
             })
         }?;
@@ -281,11 +283,9 @@ impl Rows<'_> {
             let mut isnull = false;
             let d = pg_sys::SPI_getbinval(tuple, desc, col, &mut isnull);
             let oid = pg_sys::SPI_gettypeid(desc, col);
-            datum::read(
-                (!isnull).then_some(d),
-                oid,
-                || format!("result column {col}"),
-            )
+            datum::read((!isnull).then_some(d), oid, || {
+                format!("result column {col}")
+            })
         }
     }
 

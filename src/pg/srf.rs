@@ -46,12 +46,20 @@ impl Output {
     /// Add a row (`None`: NULL); the datums must be of the declared column types.
     pub fn push(&self, cells: &[Option<Datum>]) {
         assert_eq!(cells.len(), self.columns, "a row of the declared width");
-        let mut values: Vec<Datum> = cells.iter().map(|c| c.unwrap_or(Datum::from(0usize))).collect();
+        let mut values: Vec<Datum> = cells
+            .iter()
+            .map(|c| c.unwrap_or(Datum::from(0usize)))
+            .collect();
         let mut nulls: Vec<bool> = cells.iter().map(Option::is_none).collect();
         // SAFETY: the store and descriptor come from InitMaterializedSRF; the row has natts
         // values of the declared types (caller).
         unsafe {
-            pg_sys::tuplestore_putvalues(self.store, self.desc, values.as_mut_ptr(), nulls.as_mut_ptr())
+            pg_sys::tuplestore_putvalues(
+                self.store,
+                self.desc,
+                values.as_mut_ptr(),
+                nulls.as_mut_ptr(),
+            )
         }
     }
 }

@@ -113,7 +113,8 @@ fn root_of(rel: &pg_sys::RelationData) -> Oid {
     // SAFETY: a catalog scan of pg_inherits, behind pgrx's guard (an ERROR becomes a Rust
     // panic); the list it returns ends with the root.
     let root = unsafe {
-        let list = pg_sys::submodules::ffi::pg_guard_ffi_boundary(|| get_partition_ancestors(rel.rd_id));
+        let list =
+            pg_sys::submodules::ffi::pg_guard_ffi_boundary(|| get_partition_ancestors(rel.rd_id));
         if list.is_null() || (*list).length == 0 {
             rel.rd_id
         } else {
@@ -197,8 +198,12 @@ impl<'a> Trigger<'a> {
             return Err(protocol(spec, &qualified, "on this table".into()));
         };
         let timing_ok = match spec.timing {
-            Timing::Before => event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_BEFORE,
-            Timing::After => event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_AFTER,
+            Timing::Before => {
+                event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_BEFORE
+            }
+            Timing::After => {
+                event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_AFTER
+            }
         };
         let row_ok = (event & pg_sys::TRIGGER_EVENT_ROW != 0) == spec.row;
         if !timing_ok || !row_ok || !spec.ops.contains(&op) {
@@ -207,7 +212,11 @@ impl<'a> Trigger<'a> {
                 pg_sys::TRIGGER_EVENT_AFTER => "AFTER",
                 _ => "INSTEAD OF",
             };
-            let level = if event & pg_sys::TRIGGER_EVENT_ROW != 0 { "FOR EACH ROW" } else { "FOR EACH STATEMENT" };
+            let level = if event & pg_sys::TRIGGER_EVENT_ROW != 0 {
+                "FOR EACH ROW"
+            } else {
+                "FOR EACH STATEMENT"
+            };
             return Err(protocol(
                 spec,
                 &format!("pg_labels.{table}"),
@@ -381,7 +390,12 @@ impl<'a> Tuple<'a> {
                 let natts = (*self.desc).natts.max(0) as usize;
                 let mut values = vec![Datum::from(0usize); natts];
                 let mut nulls = vec![true; natts];
-                pg_sys::heap_deform_tuple(self.tuple, self.desc, values.as_mut_ptr(), nulls.as_mut_ptr());
+                pg_sys::heap_deform_tuple(
+                    self.tuple,
+                    self.desc,
+                    values.as_mut_ptr(),
+                    nulls.as_mut_ptr(),
+                );
                 (values, nulls)
             }
         });
@@ -394,11 +408,9 @@ impl<'a> Tuple<'a> {
         let attr = self.attr(col);
         // SAFETY: the datum is of the attribute's type and lives as long as the tuple ('a).
         unsafe {
-            datum::read(
-                self.datum(col),
-                attr.atttypid,
-                || format!("column {}", column_name(attr)),
-            )
+            datum::read(self.datum(col), attr.atttypid, || {
+                format!("column {}", column_name(attr))
+            })
         }
     }
 
@@ -547,7 +559,10 @@ impl<const N: usize> Columns<N> {
             if n <= 0 || n > natts {
                 return Err(Error::new(
                     UNDEFINED_COLUMN,
-                    format!("pg_labels: the table has no column {}", c.name.to_string_lossy()),
+                    format!(
+                        "pg_labels: the table has no column {}",
+                        c.name.to_string_lossy()
+                    ),
                 ));
             }
             if !(c.accepts)(attr(n).atttypid) {

@@ -8,7 +8,9 @@
 use crate::pg::datum::{text_datum, Jsonb, Uuid};
 use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
 use crate::pg::fmgr::Call;
-use crate::pg::spi::{as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan};
+use crate::pg::spi::{
+    as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan,
+};
 use crate::platform::catalog::platform_owner;
 use crate::platform::state::DECIDING;
 use crate::sql_function;
@@ -37,7 +39,10 @@ sql_function! {
 
 fn decide(call: &Call<'_>) -> Result<Datum> {
     if call.is_null(0) || call.is_null(1) {
-        return Err(Error::new(NULL_VALUE_NOT_ALLOWED, "decide_approval needs a request and a decision"));
+        return Err(Error::new(
+            NULL_VALUE_NOT_ALLOWED,
+            "decide_approval needs a request and a decision",
+        ));
     }
     let request = call.i64(0);
     let granted = call.bool(1);
@@ -46,7 +51,13 @@ fn decide(call: &Call<'_>) -> Result<Datum> {
     let owner = platform_owner()?;
     as_owner(owner, || {
         with_spi(|spi| {
-            let req = REQUEST.execute(spi, &[pg_sys::INT8OID], &[Some(Datum::from(request))], false, 1)?;
+            let req = REQUEST.execute(
+                spi,
+                &[pg_sys::INT8OID],
+                &[Some(Datum::from(request))],
+                false,
+                1,
+            )?;
             if req.is_empty() {
                 return Err(refusal::no_request(request).into());
             }
@@ -88,8 +99,22 @@ fn decide(call: &Call<'_>) -> Result<Datum> {
             let _deciding = DECIDING.enter((request, approver.clone()));
             let rows = DECIDE.execute(
                 spi,
-                &[pg_sys::UUIDOID, pg_sys::TEXTOID, pg_sys::JSONBOID, pg_sys::TEXTOID, pg_sys::TEXTOID, pg_sys::INT8OID],
-                &[Some(run.datum()), tool, args.map(|a| a.0), Some(decision), call.opt(2), Some(Datum::from(request))],
+                &[
+                    pg_sys::UUIDOID,
+                    pg_sys::TEXTOID,
+                    pg_sys::JSONBOID,
+                    pg_sys::TEXTOID,
+                    pg_sys::TEXTOID,
+                    pg_sys::INT8OID,
+                ],
+                &[
+                    Some(run.datum()),
+                    tool,
+                    args.map(|a| a.0),
+                    Some(decision),
+                    call.opt(2),
+                    Some(Datum::from(request)),
+                ],
                 false,
                 0,
             )?;

@@ -28,15 +28,15 @@ use crate::pg::local::BackendLocal;
 use crate::pg::trigger::{col, platform_schema, Columns, Op, Spec, Timing, Trigger};
 use crate::sql_function;
 use crate::types::datum::ScopeBuf;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use pg_labels_core::LabelSet as LabelSetCol;
 use pg_labels_core::barrier::Summary;
 use pg_labels_core::labelset::{self, LabelSet};
 use pg_labels_core::rules::Effect;
+use pg_labels_core::LabelSet as LabelSetCol;
 use pgrx::pg_sys::{self, Datum, Oid};
+use std::collections::HashMap;
 use std::ffi::CStr;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// The platform relations, found by name in the platform schema and cached per backend
 /// (checked against the opened relation on every use, so a recreated table is noticed).
@@ -143,7 +143,8 @@ pub fn platform_owner() -> Result<Oid> {
     }
 }
 
-static RUN_COLUMNS: Columns<2> = Columns::new([col::<ScopeBuf>(c"scope"), col::<LabelSetBufCol>(c"labels")]);
+static RUN_COLUMNS: Columns<2> =
+    Columns::new([col::<ScopeBuf>(c"scope"), col::<LabelSetBufCol>(c"labels")]);
 type LabelSetBufCol = crate::types::datum::LabelSetBuf;
 
 /// What a run carries, decoded: its labels, where each entry lies (for membership tests by
@@ -287,7 +288,9 @@ pub fn tool(namespace: Oid, name: &str) -> Result<Option<Tool>> {
     let relid = rel.oid();
     if !TOOLS_CALLBACK.swap(true, Ordering::Relaxed) {
         // SAFETY: registers a plain function, once per backend.
-        unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(tools_invalidated), Datum::from(0usize)) };
+        unsafe {
+            pg_sys::CacheRegisterRelcacheCallback(Some(tools_invalidated), Datum::from(0usize))
+        };
     }
     if TOOLS_RELID.swap(u32::from(relid), Ordering::Relaxed) != u32::from(relid) {
         TOOLS_GENERATION.fetch_add(1, Ordering::Relaxed);
@@ -316,9 +319,15 @@ pub fn tool(namespace: Oid, name: &str) -> Result<Option<Tool>> {
         // kept only if no invalidation arrived while the catalog was read
         if TOOLS_GENERATION.load(Ordering::Relaxed) == generation {
             TOOL_CACHE.with(|c| {
-                let fresh = !c.as_ref().is_some_and(|c| c.relid == relid && c.generation == generation);
+                let fresh = !c
+                    .as_ref()
+                    .is_some_and(|c| c.relid == relid && c.generation == generation);
                 if fresh {
-                    *c = Some(ToolCache { relid, generation, entries: HashMap::new() });
+                    *c = Some(ToolCache {
+                        relid,
+                        generation,
+                        entries: HashMap::new(),
+                    });
                 }
                 if let Some(c) = c.as_mut() {
                     if c.entries.len() < TOOLS_KEPT {
@@ -379,7 +388,6 @@ pub fn next_id(namespace: Oid, sequence: &CStr, owner: Oid) -> Result<i64> {
     })
 }
 
-
 /// The time a step is written at: the transaction's start (what `now()`, the column's default,
 /// gives). The time partitions the trail, so it is the database's, never the writer's.
 pub fn trail_time() -> Timestamp {
@@ -391,7 +399,6 @@ pub fn trail_time() -> Timestamp {
 pub fn refuse_given(table: &'static str, column: &str, why: &str) -> Error {
     pg_labels_core::refusal::written_by_database(table, column, why).into()
 }
-
 
 /// Is this session restoring a dump? A superuser with `row_security` off, as pg_dump's output
 /// and pg_restore run: the triggers then take every row as it was decided when it was first

@@ -12,7 +12,7 @@
 //! and is judged without it.
 
 use crate::pg::datum::{text_array_datum, text_datum, Timestamp};
-use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED, FEATURE_NOT_SUPPORTED};
+use crate::pg::error::{Error, Result, FEATURE_NOT_SUPPORTED, NULL_VALUE_NOT_ALLOWED};
 use crate::pg::fmgr::Call;
 use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
 use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
@@ -70,7 +70,8 @@ pub fn active_into(owner: Oid, target: &[u8]) -> Result<Vec<Owned>> {
     let array = ancestors_array(target)?;
     as_owner(owner, || {
         with_spi(|spi| {
-            let rows = ACTIVE_INTO.execute(spi, &[pg_sys::TEXTARRAYOID], &[Some(array)], false, 0)?;
+            let rows =
+                ACTIVE_INTO.execute(spi, &[pg_sys::TEXTARRAYOID], &[Some(array)], false, 0)?;
             (0..rows.len())
                 .map(|i| {
                     Ok(Owned {
@@ -131,7 +132,11 @@ fn crossings_guard(call: &Call<'_>) -> Result<Datum> {
         Op::Insert if crate::platform::catalog::restoring() => Ok(row.unchanged()),
         Op::Insert => {
             let Some(who) = AUTHORIZING.current() else {
-                return Err(refusal::crossing_not_through("recorded", "pg_labels.authorize_crossing()").into());
+                return Err(refusal::crossing_not_through(
+                    "recorded",
+                    "pg_labels.authorize_crossing()",
+                )
+                .into());
             };
             let from = row.must::<ScopeBuf>(c_from, "crossings")?.0;
             let to = row.must::<ScopeBuf>(c_to, "crossings")?.0;
@@ -141,7 +146,10 @@ fn crossings_guard(call: &Call<'_>) -> Result<Datum> {
             if from.is_empty() {
                 return Err(refusal::crossing_from_installation(&to).into());
             }
-            if row.get::<&str>(c_reason)?.is_none_or(|r| r.trim().is_empty()) {
+            if row
+                .get::<&str>(c_reason)?
+                .is_none_or(|r| r.trim().is_empty())
+            {
                 return Err(refusal::crossing_without_reason().into());
             }
             if let Some(expires) = row.get::<Timestamp>(c_expires)? {
@@ -175,11 +183,17 @@ fn crossings_guard(call: &Call<'_>) -> Result<Datum> {
 fn authorize(call: &Call<'_>) -> Result<Datum> {
     for (i, name) in ["from_scope", "to_scope", "reason"].iter().enumerate() {
         if call.is_null(i) {
-            return Err(Error::new(NULL_VALUE_NOT_ALLOWED, format!("authorize_crossing needs {name}")));
+            return Err(Error::new(
+                NULL_VALUE_NOT_ALLOWED,
+                format!("authorize_crossing needs {name}"),
+            ));
         }
     }
     let scope_type = call.arg_type(0).ok_or_else(|| {
-        Error::new(FEATURE_NOT_SUPPORTED, "pg_labels.authorize_crossing() must be called from SQL")
+        Error::new(
+            FEATURE_NOT_SUPPORTED,
+            "pg_labels.authorize_crossing() must be called from SQL",
+        )
     })?;
     let who = current_user_name();
     let owner = platform_owner()?;
@@ -188,7 +202,12 @@ fn authorize(call: &Call<'_>) -> Result<Datum> {
         with_spi(|spi| {
             let rows = AUTHORIZE.execute(
                 spi,
-                &[scope_type, scope_type, pg_sys::TEXTOID, pg_sys::TIMESTAMPTZOID],
+                &[
+                    scope_type,
+                    scope_type,
+                    pg_sys::TEXTOID,
+                    pg_sys::TIMESTAMPTZOID,
+                ],
                 &[call.opt(0), call.opt(1), call.opt(2), call.opt(3)],
                 false,
                 0,
@@ -200,7 +219,10 @@ fn authorize(call: &Call<'_>) -> Result<Datum> {
 
 fn revoke(call: &Call<'_>) -> Result<Datum> {
     if call.is_null(0) {
-        return Err(Error::new(NULL_VALUE_NOT_ALLOWED, "revoke_crossing needs a crossing"));
+        return Err(Error::new(
+            NULL_VALUE_NOT_ALLOWED,
+            "revoke_crossing needs a crossing",
+        ));
     }
     let id = call.i64(0);
     let who = current_user_name();
@@ -222,7 +244,8 @@ fn revoke(call: &Call<'_>) -> Result<Datum> {
             if let Some(at) = revoked {
                 return Ok(at.datum());
             }
-            let rows = REVOKED.execute(spi, &[pg_sys::INT8OID], &[Some(Datum::from(id))], true, 1)?;
+            let rows =
+                REVOKED.execute(spi, &[pg_sys::INT8OID], &[Some(Datum::from(id))], true, 1)?;
             if rows.is_empty() {
                 return Err(refusal::no_crossing(id).into());
             }

@@ -89,10 +89,18 @@ fn agent_versions_insert(call: &Call<'_>) -> Result<Datum> {
     }
     let writer = current_user_name();
     if row.get::<&str>(c_by)?.is_some_and(|a| a != writer) {
-        return Err(refuse_given("agent_versions", "published_by", "the role that published the version"));
+        return Err(refuse_given(
+            "agent_versions",
+            "published_by",
+            "the role that published the version",
+        ));
     }
     if row.get::<Timestamp>(c_at)? != Some(trail_time()) {
-        return Err(refuse_given("agent_versions", "published_at", "the time the database published it"));
+        return Err(refuse_given(
+            "agent_versions",
+            "published_at",
+            "the time the database published it",
+        ));
     }
     let json = row
         .get::<Jsonb>(c_steps)?
@@ -101,7 +109,9 @@ fn agent_versions_insert(call: &Call<'_>) -> Result<Datum> {
     let who = format!("agent {agent} version {version}");
     let bad = |e: DeclError| -> Error {
         match e {
-            DeclError::UnknownTool { .. } => refusal::declaration_unknown_tool(&who, &e.to_string()),
+            DeclError::UnknownTool { .. } => {
+                refusal::declaration_unknown_tool(&who, &e.to_string())
+            }
             _ => refusal::declaration_invalid(&who, &e.to_string(), FORMAT_HINT),
         }
         .into()
@@ -159,7 +169,10 @@ fn agent_versions_insert(call: &Call<'_>) -> Result<Datum> {
     }
 
     Ok(row.modified(&[
-        (c_approval, Some(Jsonb::from_text(&approvals_json(&analysis, &steps))?.0)),
+        (
+            c_approval,
+            Some(Jsonb::from_text(&approvals_json(&analysis, &steps))?.0),
+        ),
         (c_by, Some(text_datum(&writer)?)),
     ]))
 }

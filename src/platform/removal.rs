@@ -21,7 +21,14 @@ use pg_labels_core::refusal;
 use pgrx::pg_sys::{Datum, Oid};
 
 /// The tables that hold the trail.
-const TRAIL: [&std::ffi::CStr; 6] = [c"runs", c"steps", c"artifacts", c"shares", c"crossings", c"agent_versions"];
+const TRAIL: [&std::ffi::CStr; 6] = [
+    c"runs",
+    c"steps",
+    c"artifacts",
+    c"shares",
+    c"crossings",
+    c"agent_versions",
+];
 
 /// The platform's relations: every table and view of schema pg_labels that is not a member of
 /// the extension and not a partition (partitions go with their table).
@@ -42,7 +49,12 @@ static MAY_DROP: SavedPlan = SavedPlan::new(
 );
 
 fn may_drop() -> Result<bool> {
-    with_spi(|spi| Ok(MAY_DROP.execute(spi, &[], &[], true, 1)?.get::<bool>(0, 1)?.unwrap_or(false)))
+    with_spi(|spi| {
+        Ok(MAY_DROP
+            .execute(spi, &[], &[], true, 1)?
+            .get::<bool>(0, 1)?
+            .unwrap_or(false))
+    })
 }
 
 sql_function! {

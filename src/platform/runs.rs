@@ -57,7 +57,11 @@ fn runs_open(call: &Call<'_>) -> Result<Datum> {
     }
     let [c_id, c_scope, c_labels, c_listener, c_agent, c_version, c_opened] = COLUMNS.of(&row)?;
     if row.get::<Timestamp>(c_opened)? != Some(trail_time()) {
-        return Err(refuse_given("runs", "opened_at", "the time the database opened the run"));
+        return Err(refuse_given(
+            "runs",
+            "opened_at",
+            "the time the database opened the run",
+        ));
     }
     let run = row
         .get::<Uuid>(c_id)?
@@ -70,14 +74,26 @@ fn runs_open(call: &Call<'_>) -> Result<Datum> {
         Some(id) => {
             let found = as_owner(owner, || {
                 with_spi(|spi| {
-                    let rows = LISTENER.execute(spi, &[pg_sys::INT8OID], &[Some(Datum::from(id))], true, 1)?;
+                    let rows = LISTENER.execute(
+                        spi,
+                        &[pg_sys::INT8OID],
+                        &[Some(Datum::from(id))],
+                        true,
+                        1,
+                    )?;
                     if rows.is_empty() {
                         return Ok(None);
                     }
-                    Ok(Some((rows.must::<ScopeBuf>(0, 1)?.0, rows.get::<String>(0, 2)?)))
+                    Ok(Some((
+                        rows.must::<ScopeBuf>(0, 1)?.0,
+                        rows.get::<String>(0, 2)?,
+                    )))
                 })
             })?;
-            Some((id, found.ok_or_else(|| crate::pg::error::Error::from(refusal::no_listener(id)))?))
+            Some((
+                id,
+                found.ok_or_else(|| crate::pg::error::Error::from(refusal::no_listener(id)))?,
+            ))
         }
         None => None,
     };
@@ -110,7 +126,9 @@ fn runs_open(call: &Call<'_>) -> Result<Datum> {
         None => None,
     };
     let given_scope = row.get::<ScopeBuf>(c_scope)?;
-    let labels = row.get::<LabelSet<'_>>(c_labels)?.unwrap_or(LabelSet::EMPTY);
+    let labels = row
+        .get::<LabelSet<'_>>(c_labels)?
+        .unwrap_or(LabelSet::EMPTY);
 
     // decide
     let opened = barrier::open_run(&Opening {

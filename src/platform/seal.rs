@@ -36,7 +36,14 @@ const APPEND_ONLY_ROW: Spec = Spec {
 /// TRUNCATE is refused on every platform table that holds the trail or its record.
 const NO_TRUNCATE: Spec = Spec {
     function: "pg_labels.append_only()",
-    tables: &["runs", "steps", "artifacts", "shares", "agent_versions", "crossings"],
+    tables: &[
+        "runs",
+        "steps",
+        "artifacts",
+        "shares",
+        "agent_versions",
+        "crossings",
+    ],
     timing: Timing::Before,
     row: false,
     ops: &[Op::Truncate],
@@ -105,13 +112,20 @@ fn runs_seal(call: &Call<'_>) -> Result<Datum> {
         if purging() {
             return Ok(old.unchanged());
         }
-        return Err(refusal::sealed("runs", "runs are never deleted".into(), describe("runs", &old)).into());
+        return Err(refusal::sealed(
+            "runs",
+            "runs are never deleted".into(),
+            describe("runs", &old),
+        )
+        .into());
     }
     let new = trigger.new_row();
     let run = describe("runs", &old);
     for (c, name) in old.columns() {
         if name == "labels" {
-            let before = old.get::<LabelSet<'_>>(c)?.ok_or_else(|| Error::corrupt("labelset"))?;
+            let before = old
+                .get::<LabelSet<'_>>(c)?
+                .ok_or_else(|| Error::corrupt("labelset"))?;
             let after = new.get::<LabelSet<'_>>(c)?.unwrap_or(LabelSet::EMPTY);
             if !after.is_superset(before) {
                 let lost = before.filter(|l| !after.contains(l.0));
@@ -165,7 +179,11 @@ fn append_only(call: &Call<'_>) -> Result<Datum> {
             Ok(t) => t,
             Err(row_error) => {
                 // name the guard that fits what fired it best
-                return Err(if is_truncate(call) { truncate_error } else { row_error });
+                return Err(if is_truncate(call) {
+                    truncate_error
+                } else {
+                    row_error
+                });
             }
         },
     };
@@ -173,7 +191,10 @@ fn append_only(call: &Call<'_>) -> Result<Datum> {
     let op = trigger.op();
     if table == "agent_versions" {
         return Err(refusal::version_sealed(
-            format!("a published version never changes: {} of pg_labels.agent_versions is refused", op.verb()),
+            format!(
+                "a published version never changes: {} of pg_labels.agent_versions is refused",
+                op.verb()
+            ),
             if op == Op::Truncate {
                 "Runs name the versions they were opened for.".to_string()
             } else {
@@ -199,7 +220,10 @@ fn append_only(call: &Call<'_>) -> Result<Datum> {
         Op::Delete if purging() => Ok(trigger.row().unchanged()),
         op => Err(refusal::sealed(
             table,
-            format!("the trail is append-only: {} of pg_labels.{table} is refused", op.verb()),
+            format!(
+                "the trail is append-only: {} of pg_labels.{table} is refused",
+                op.verb()
+            ),
             describe(table, &trigger.row()),
         )
         .into()),

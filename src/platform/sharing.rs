@@ -13,8 +13,8 @@ use crate::pg::fmgr::Call;
 use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
 use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
 use crate::platform::catalog;
-use crate::platform::crossings::active_into;
 use crate::platform::catalog::{refuse_given, trail_time};
+use crate::platform::crossings::active_into;
 use crate::sql_function;
 use crate::types::datum::{labelset_datum, scope_datum, LabelSetBuf, ScopeBuf};
 use pg_labels_core::barrier::{self, ArtifactFacts, ReadOutcome, ShareFacts};
@@ -119,16 +119,29 @@ fn artifacts_insert(call: &Call<'_>) -> Result<Datum> {
     }
     let writer = current_user_name();
     if row.get::<&str>(c_actor)?.is_some_and(|a| a != writer) {
-        return Err(refuse_given("artifacts", "actor", "the role that made the artifact"));
+        return Err(refuse_given(
+            "artifacts",
+            "actor",
+            "the role that made the artifact",
+        ));
     }
     if row.get::<Timestamp>(c_created)? != Some(trail_time()) {
-        return Err(refuse_given("artifacts", "created_at", "the time the database recorded it"));
+        return Err(refuse_given(
+            "artifacts",
+            "created_at",
+            "the time the database recorded it",
+        ));
     }
-    let given = row.get::<LabelSet<'_>>(c_labels)?.unwrap_or(LabelSet::EMPTY);
+    let given = row
+        .get::<LabelSet<'_>>(c_labels)?
+        .unwrap_or(LabelSet::EMPTY);
     // Serialized with the run's steps: the artifact carries every label that had entered the
     // run when it was made.
     let run = catalog::lock_run(trigger.namespace(), &run_id)?.ok_or_else(|| {
-        Error::from(refusal::no_run(&run_id.to_string(), "artifacts_origin_run_fkey"))
+        Error::from(refusal::no_run(
+            &run_id.to_string(),
+            "artifacts_origin_run_fkey",
+        ))
     })?;
     let labels = given.union(run.labels.set());
     Ok(row.modified(&[
@@ -155,12 +168,19 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
         return Err(refuse_given("shares", "actor", "the role that shared"));
     }
     if row.get::<Timestamp>(c_created)? != Some(trail_time()) {
-        return Err(refuse_given("shares", "created_at", "the time the database recorded it"));
+        return Err(refuse_given(
+            "shares",
+            "created_at",
+            "the time the database recorded it",
+        ));
     }
     let owner = trigger.owner();
     let artifact_id: Uuid = row.must(c_artifact, "shares")?;
     let art = artifact(owner, &artifact_id)?.ok_or_else(|| {
-        Error::from(refusal::no_artifact(&artifact_id.to_string(), "shares_artifact_id_fkey"))
+        Error::from(refusal::no_artifact(
+            &artifact_id.to_string(),
+            "shares_artifact_id_fkey",
+        ))
     })?;
 
     // To one run: judged by that run's scope, which the share records.
@@ -170,14 +190,27 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
         Some(run_id) => {
             let run_scope = as_owner(owner, || {
                 with_spi(|spi| {
-                    let rows = RUN_SCOPE.execute(spi, &[pg_sys::UUIDOID], &[Some(run_id.datum())], true, 1)?;
+                    let rows = RUN_SCOPE.execute(
+                        spi,
+                        &[pg_sys::UUIDOID],
+                        &[Some(run_id.datum())],
+                        true,
+                        1,
+                    )?;
                     Ok(rows.get::<ScopeBuf>(0, 1)?.map(|s| s.0))
                 })
             })?
-            .ok_or_else(|| Error::from(refusal::no_run(&run_id.to_string(), "shares_to_run_fkey")))?;
+            .ok_or_else(|| {
+                Error::from(refusal::no_run(&run_id.to_string(), "shares_to_run_fkey"))
+            })?;
             if let Some(g) = &given_scope {
                 if g.0 != run_scope {
-                    return Err(refusal::share_scope_mismatch(&run_id.to_string(), &run_scope, &g.0).into());
+                    return Err(refusal::share_scope_mismatch(
+                        &run_id.to_string(),
+                        &run_scope,
+                        &g.0,
+                    )
+                    .into());
                 }
             }
             (run_scope, given_scope.is_none())
@@ -257,7 +290,13 @@ pub fn read(
     // the shares of the artifact, and the first that offers it to this run
     let share = as_owner(owner, || {
         with_spi(|spi| {
-            let rows = SHARES_OF.execute(spi, &[pg_sys::UUIDOID], &[Some(artifact_id.datum())], true, 0)?;
+            let rows = SHARES_OF.execute(
+                spi,
+                &[pg_sys::UUIDOID],
+                &[Some(artifact_id.datum())],
+                true,
+                0,
+            )?;
             let mut shares = Vec::with_capacity(rows.len() as usize);
             for i in 0..rows.len() {
                 shares.push((
@@ -291,4 +330,3 @@ pub fn read(
         digest: art.digest,
     })
 }
-

@@ -15,7 +15,10 @@ pub static AUTHORIZING: Scoped<String> = Scoped::new();
 pub static REVOKING: Scoped<(i64, String)> = Scoped::new();
 pub static PURGING: Scoped<()> = Scoped::new();
 
-unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
+unsafe extern "C-unwind" fn xact_callback(
+    event: pg_sys::XactEvent::Type,
+    _arg: *mut std::ffi::c_void,
+) {
     if matches!(
         event,
         pg_sys::XactEvent::XACT_EVENT_COMMIT

@@ -178,11 +178,19 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
     }
     let now = trail_time();
     if row.get::<Timestamp>(c.created_at)? != Some(now) {
-        return Err(refuse_given("steps", "created_at", "the time the database recorded it"));
+        return Err(refuse_given(
+            "steps",
+            "created_at",
+            "the time the database recorded it",
+        ));
     }
     if let Some(slot) = c.slot {
         if row.get::<i16>(slot)? != Some(step::trail_slot(now.0)) {
-            return Err(refuse_given("steps", "slot", "the month of the step's time"));
+            return Err(refuse_given(
+                "steps",
+                "slot",
+                "the month of the step's time",
+            ));
         }
     }
     // Who writes the step. An approval decision is written by pg_labels.decide_approval()
@@ -196,7 +204,11 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
         }
     } else {
         if row.get::<&str>(c.actor)?.is_some_and(|a| a != writer) {
-            return Err(refuse_given("steps", "actor", "the role that wrote the step"));
+            return Err(refuse_given(
+                "steps",
+                "actor",
+                "the role that wrote the step",
+            ));
         }
         step::check(kind, |col| row.datum(c.of_column(col)).is_some()).map_err(|e| {
             if e.fill == step::Fill::Required && e.column == Column::ArtifactId {
@@ -269,7 +281,15 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
         Cow::Borrowed(&run.labels.summary)
     };
     let verdict = if kind.is_judged() {
-        Some(judge(&run, &run_id, owner, tool, tool_entry.as_ref(), &summary, row.get::<Jsonb>(c.args)?)?)
+        Some(judge(
+            &run,
+            &run_id,
+            owner,
+            tool,
+            tool_entry.as_ref(),
+            &summary,
+            row.get::<Jsonb>(c.args)?,
+        )?)
     } else {
         None
     };
@@ -293,14 +313,15 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
         let carried = run.labels.set().union(own_set);
         as_owner(owner, || {
             with_spi(|spi| {
-                GROW_LABELS.execute(
-                    spi,
-                    &[pg_sys::UUIDOID, labelset_type(&row, c.labels)],
-                    &[Some(run_id.datum()), Some(labelset_datum(&carried)?)],
-                    false,
-                    0,
-                )
-                .map(|rows| rows.len())
+                GROW_LABELS
+                    .execute(
+                        spi,
+                        &[pg_sys::UUIDOID, labelset_type(&row, c.labels)],
+                        &[Some(run_id.datum()), Some(labelset_datum(&carried)?)],
+                        false,
+                        0,
+                    )
+                    .map(|rows| rows.len())
             })
         })?;
     }
@@ -321,7 +342,10 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
         _ => &[],
     };
     if !crossings_used.is_empty() {
-        changes.push((c.crossings, Some(crate::pg::datum::int8_array_datum(crossings_used))));
+        changes.push((
+            c.crossings,
+            Some(crate::pg::datum::int8_array_datum(crossings_used)),
+        ));
     }
     if let Some(r) = &read {
         changes.push((c.share, Some(Datum::from(r.outcome.share))));
@@ -329,9 +353,23 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
         changes.push((c.digest, Some(crate::pg::datum::text_datum(&r.digest)?)));
     }
     if let Some(v) = &verdict {
-        changes.push((c.decision, Some(crate::pg::datum::text_datum(v.decision.name())?)));
-        changes.push((c.rule, v.rule.map(|r| crate::pg::datum::text_datum(r.name())).transpose()?));
-        changes.push((c.reason, v.reason.as_deref().map(crate::pg::datum::text_datum).transpose()?));
+        changes.push((
+            c.decision,
+            Some(crate::pg::datum::text_datum(v.decision.name())?),
+        ));
+        changes.push((
+            c.rule,
+            v.rule
+                .map(|r| crate::pg::datum::text_datum(r.name()))
+                .transpose()?,
+        ));
+        changes.push((
+            c.reason,
+            v.reason
+                .as_deref()
+                .map(crate::pg::datum::text_datum)
+                .transpose()?,
+        ));
         if kind == Kind::ToolCalled {
             changes.push((c.request, v.approval.map(Datum::from)));
         }
@@ -376,7 +414,9 @@ fn judge(
     summary: &Summary,
     args: Option<Jsonb>,
 ) -> Result<Verdict> {
-    let facts = entry.and_then(|t| t.effect).map(|effect| ToolFacts { effect });
+    let facts = entry
+        .and_then(|t| t.effect)
+        .map(|effect| ToolFacts { effect });
     let cover = |escaping: LabelSet<'_>| -> Result<std::result::Result<Vec<i64>, Vec<u8>>> {
         let active: Vec<Owned> = active_into(owner, &run.scope)?;
         let views: Vec<_> = active.iter().map(Owned::view).collect();

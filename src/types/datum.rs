@@ -55,9 +55,7 @@ fn is_extension_type(oid: Oid, name: &str) -> bool {
     // SAFETY: catalog lookups by OID and name.
     unsafe {
         let ext = pg_sys::get_extension_oid(c"pg_labels".as_ptr(), true);
-        if ext == Oid::INVALID
-            || pg_sys::getExtensionOfObject(pg_sys::TypeRelationId, oid) != ext
-        {
+        if ext == Oid::INVALID || pg_sys::getExtensionOfObject(pg_sys::TypeRelationId, oid) != ext {
             return false;
         }
         let p = pg_sys::format_type_extended(oid, -1, pg_sys::FORMAT_TYPE_FORCE_QUALIFY as u16);
@@ -110,7 +108,9 @@ impl FromDatum<'_> for ScopeBuf {
     }
     unsafe fn read(d: Datum) -> Result<Self> {
         // SAFETY: as for Scope.
-        Ok(ScopeBuf(unsafe { <Scope<'_> as FromDatum<'_>>::read(d) }?.0.to_vec()))
+        Ok(ScopeBuf(
+            unsafe { <Scope<'_> as FromDatum<'_>>::read(d) }?.0.to_vec(),
+        ))
     }
 }
 
@@ -131,7 +131,11 @@ impl FromDatum<'_> for LabelSetBuf {
     }
     unsafe fn read(d: Datum) -> Result<Self> {
         // SAFETY: as for LabelSet.
-        Ok(LabelSetBuf(unsafe { <LabelSet<'_> as FromDatum<'_>>::read(d) }?.body().to_vec()))
+        Ok(LabelSetBuf(
+            unsafe { <LabelSet<'_> as FromDatum<'_>>::read(d) }?
+                .body()
+                .to_vec(),
+        ))
     }
 }
 

@@ -1,14 +1,13 @@
 //! SQL type `labelset`: I/O, casts, comparison, set operators, the barrier operator and
 //! functions.
 
+use crate::pg::datum::{bytes_array_datum, BuiltinArgs, Jsonb};
 use crate::pg::error::{self, Error};
 use crate::pg::fmgr::*;
-use crate::types::datum::*;
 use crate::sql_function;
+use crate::types::datum::*;
 use pg_labels_core::{label, labelset, scope, Problem};
-use crate::pg::datum::{bytes_array_datum, BuiltinArgs, Jsonb};
 use pgrx::pg_sys;
-
 
 /// Parse labelset text, with a hint when it is a scope read as a labelset (an untyped literal
 /// on the right of `labelset <@` is taken to be a labelset).

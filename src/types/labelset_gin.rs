@@ -5,8 +5,8 @@
 //! `?` need no recheck; `=` and `<@` are rechecked on the heap.
 
 use crate::pg::fmgr::*;
-use crate::types::datum::*;
 use crate::sql_function;
+use crate::types::datum::*;
 use pg_labels_core::label;
 use pgrx::pg_sys::{self, Datum};
 
@@ -22,10 +22,7 @@ const GIN_TRUE: i8 = 1;
 const GIN_MAYBE: i8 = 2;
 
 /// A palloc'd array of bytea keys, one per entry.
-fn keys<'a>(
-    entries: impl Iterator<Item = &'a [u8]>,
-    n: usize,
-) -> crate::pg::error::Result<Datum> {
+fn keys<'a>(entries: impl Iterator<Item = &'a [u8]>, n: usize) -> crate::pg::error::Result<Datum> {
     if n == 0 {
         return Ok(Datum::null());
     }

@@ -2,8 +2,8 @@
 
 use crate::pg::error::{self, Error};
 use crate::pg::fmgr::*;
-use crate::types::datum::*;
 use crate::sql_function;
+use crate::types::datum::*;
 use pg_labels_core::{scope, Label};
 
 /// Parse scope text, with a hint when it is a labelset literal read as a scope (an untyped

@@ -7,7 +7,7 @@
 //! not rechecked.
 
 use crate::pg::error::Result;
-use crate::types::datum::{scope_from_bytes, scope_datum};
+use crate::types::datum::{scope_datum, scope_from_bytes};
 use pg_labels_core::scope;
 use pgrx::pg_sys::{self, Datum};
 
@@ -77,7 +77,9 @@ pub unsafe fn index_condition(req: Datum, col_arg: i32) -> Result<Datum> {
         if ge == pg_sys::InvalidOid || lt == pg_sys::InvalidOid {
             return NOTHING;
         }
-        let Ok(path) = scope_from_bytes(crate::pg::fmgr::varlena_bytes((*c).constvalue.cast_mut_ptr())) else {
+        let Ok(path) = scope_from_bytes(crate::pg::fmgr::varlena_bytes(
+            (*c).constvalue.cast_mut_ptr(),
+        )) else {
             return NOTHING;
         };
         // The installation's subtree is everything: no condition narrows it.

@@ -34,7 +34,8 @@ pub struct Proven {
 }
 
 fn field<'a>(v: &'a Value, name: &str) -> Result<&'a Value, String> {
-    v.get(name).ok_or_else(|| format!("the proof has no \"{name}\""))
+    v.get(name)
+        .ok_or_else(|| format!("the proof has no \"{name}\""))
 }
 
 fn opt_str<'a>(v: &'a Value, name: &str) -> Result<Option<&'a str>, String> {
@@ -48,12 +49,17 @@ fn opt_str<'a>(v: &'a Value, name: &str) -> Result<Option<&'a str>, String> {
 fn opt_int(v: &Value, name: &str) -> Result<Option<i64>, String> {
     match v.get(name) {
         None | Some(Value::Null) => Ok(None),
-        Some(x) => x.as_i64().map(Some).ok_or_else(|| format!("\"{name}\" must be an integer or null")),
+        Some(x) => x
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| format!("\"{name}\" must be an integer or null")),
     }
 }
 
 fn hash(v: &Value, what: &str) -> Result<Hash, String> {
-    v.as_str().and_then(from_hex).ok_or_else(|| format!("\"{what}\" must be 64 hexadecimal digits"))
+    v.as_str()
+        .and_then(from_hex)
+        .ok_or_else(|| format!("\"{what}\" must be 64 hexadecimal digits"))
 }
 
 /// The 16 bytes of a uuid in its text form.
@@ -65,7 +71,8 @@ pub fn uuid(s: &str) -> Result<[u8; 16], String> {
     }
     let mut out = [0u8; 16];
     for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(digits.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16).map_err(|_| bad())?;
+        *o = u8::from_str_radix(digits.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16)
+            .map_err(|_| bad())?;
     }
     Ok(out)
 }
@@ -83,7 +90,10 @@ pub fn check(proof: &Value) -> Result<Proven, String> {
         None | Some(Value::Null) => None,
         Some(Value::Array(a)) => Some(
             a.iter()
-                .map(|x| x.as_i64().ok_or_else(|| "\"crossing_ids\" must hold integers".to_string()))
+                .map(|x| {
+                    x.as_i64()
+                        .ok_or_else(|| "\"crossing_ids\" must hold integers".to_string())
+                })
                 .collect::<Result<_, _>>()?,
         ),
         Some(_) => return Err("\"crossing_ids\" must be an array or null".into()),
@@ -109,8 +119,16 @@ pub fn check(proof: &Value) -> Result<Proven, String> {
         scope: opt_str(s, "scope")?.ok_or("the step has no scope")?,
         labels_after: hash(field(s, "labels_after")?, "labels_after")?,
     };
-    let mut h = chain::link(&hash(field(proof, "prev")?, "prev")?, &chain::leaf(&content));
-    for (i, l) in field(proof, "later")?.as_array().ok_or("\"later\" must be an array")?.iter().enumerate() {
+    let mut h = chain::link(
+        &hash(field(proof, "prev")?, "prev")?,
+        &chain::leaf(&content),
+    );
+    for (i, l) in field(proof, "later")?
+        .as_array()
+        .ok_or("\"later\" must be an array")?
+        .iter()
+        .enumerate()
+    {
         h = chain::link(&h, &hash(l, &format!("later[{i}]"))?);
     }
     let length = opt_int(proof, "length")?.ok_or("the proof has no length")?;
