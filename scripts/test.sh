@@ -69,6 +69,8 @@ fi
 if wants structure; then
     log "structure: layers and module graph"
     set +e; python3 "$ROOT/tests/structure/check.py"; result structure $?; set -e
+    log "structure: cargo fmt --check"
+    set +e; cargo fmt --all -- --check; result "cargo fmt" $?; set -e
 fi
 
 if wants pgtest; then

@@ -67,13 +67,17 @@ static STATE: BackendLocal<State> = BackendLocal::new(State {
     answers: None,
 });
 
+impl Answers {
+    /// Were these answers given in transaction `xact` under `scope`?
+    fn hold(&self, xact: u64, scope: &[u8]) -> bool {
+        self.xact == xact && self.scope == scope
+    }
+}
+
 /// The answer kept for a stored labelset under `scope` in this transaction.
 fn kept_answer(scope: &[u8], value: (Oid, Oid)) -> Option<bool> {
     state(|s| {
-        let a = s.answers.as_ref()?;
-        if a.xact != s.xact || a.scope != scope {
-            return None;
-        }
+        let a = s.answers.as_ref().filter(|a| a.hold(s.xact, scope))?;
         a.by_value
             .iter()
             .find(|(v, _)| *v == value)
@@ -84,18 +88,14 @@ fn kept_answer(scope: &[u8], value: (Oid, Oid)) -> Option<bool> {
 fn keep_answer(scope: &[u8], value: (Oid, Oid), ok: bool) {
     state(|s| {
         let xact = s.xact;
-        let a = s.answers.get_or_insert_with(|| Answers {
-            xact,
-            scope: scope.to_vec(),
-            by_value: Vec::new(),
-        });
-        if a.xact != xact || a.scope != scope {
-            *a = Answers {
+        let a = match &mut s.answers {
+            Some(a) if a.hold(xact, scope) => a,
+            other => other.insert(Answers {
                 xact,
                 scope: scope.to_vec(),
                 by_value: Vec::new(),
-            };
-        }
+            }),
+        };
         if a.by_value.len() >= ANSWERS_KEPT {
             a.by_value.remove(0);
         }

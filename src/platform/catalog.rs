@@ -252,11 +252,10 @@ static TOOL_COLUMNS: Columns<2> =
 /// to a tool fires `tools_change()` (enabled ALWAYS, so in replica mode too), which sends a
 /// relation cache invalidation for `pg_labels.tools`; a decision takes its lock on the catalog
 /// first, and taking a lock reads the invalidations committed until then. A tool absent from
-/// the catalog is not kept (a new tool counts at once). Entries are checked against the
-/// relation (a catalog dropped and created again is another relation) and against the count
-/// of invalidations seen.
+/// the catalog is not kept (a new tool counts at once). Entries hold while the count of
+/// invalidations seen stays the same (a catalog dropped and created again, another relation,
+/// counts as one).
 struct ToolCache {
-    relid: Oid,
     generation: u64,
     entries: HashMap<String, Tool>,
 }
@@ -298,7 +297,7 @@ pub fn tool(namespace: Oid, name: &str) -> Result<Option<Tool>> {
     let generation = TOOLS_GENERATION.load(Ordering::Relaxed);
     let kept = TOOL_CACHE.with(|c| {
         c.as_ref()
-            .filter(|c| c.relid == relid && c.generation == generation)
+            .filter(|c| c.generation == generation)
             .and_then(|c| c.entries.get(name).copied())
     });
     if kept.is_some() {
@@ -319,20 +318,15 @@ pub fn tool(namespace: Oid, name: &str) -> Result<Option<Tool>> {
         // kept only if no invalidation arrived while the catalog was read
         if TOOLS_GENERATION.load(Ordering::Relaxed) == generation {
             TOOL_CACHE.with(|c| {
-                let fresh = !c
-                    .as_ref()
-                    .is_some_and(|c| c.relid == relid && c.generation == generation);
-                if fresh {
-                    *c = Some(ToolCache {
-                        relid,
+                let kept = match c {
+                    Some(k) if k.generation == generation => k,
+                    other => other.insert(ToolCache {
                         generation,
                         entries: HashMap::new(),
-                    });
-                }
-                if let Some(c) = c.as_mut() {
-                    if c.entries.len() < TOOLS_KEPT {
-                        c.entries.insert(name.to_owned(), t);
-                    }
+                    }),
+                };
+                if kept.entries.len() < TOOLS_KEPT {
+                    kept.entries.insert(name.to_owned(), t);
                 }
             });
         }
