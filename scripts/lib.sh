@@ -56,7 +56,7 @@ ensure_pgrx() {
        ! grep -qs "^pg15 *= *\"/usr/lib/postgresql/15/bin/pg_config\"" "$config"; then
         local args=() v p
         for v in 13 14 15 16 17 18; do
-            p=$(sed -n "s/^pg$v *= *\"\(.*\)\"/\1/p" "$config" 2>/dev/null)
+            p=$(sed -n "s/^pg$v *= *\"\(.*\)\"/\1/p" "$config" 2>/dev/null || true)
             [ "$v" = 15 ] && p=/usr/lib/postgresql/15/bin/pg_config
             [ "$v" = "$PG_MAJOR" ] && p=$PG_CONFIG
             [ -n "$p" ] && [ -x "$p" ] && args+=("--pg$v" "$p")
