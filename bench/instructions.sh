@@ -10,6 +10,8 @@
 # N, is the cost of one insert, without start-up and first-use costs. Needs the extension
 # installed in the server of $PGBIN and valgrind.
 #   bench/instructions.sh [N]   (default 2000)
+# INSTR_KEEP=dir keeps the callgrind files there (callgrind.<table>.<count>), for per-function
+# differences with callgrind_annotate --inclusive=yes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
@@ -67,6 +69,10 @@ count() {
         "$PGBIN/postgres" --single -D "$work/data" -c fsync=off -c synchronous_commit=off \
         bench_trail <"$work/in.sql" >/dev/null 2>"$work/valgrind.log"
     awk '/^summary:/ { print $2 }' "$out"
+    if [ -n "${INSTR_KEEP:-}" ]; then
+        mkdir -p "$INSTR_KEEP"
+        cp "$out" "$INSTR_KEEP/callgrind.$1.$2"
+    fi
 }
 
 declare -A per

@@ -66,15 +66,112 @@ impl Table {
         latest: bool,
         found: impl FnOnce(&Found<'_>) -> Result<T>,
     ) -> Result<Option<T>> {
-        // SAFETY: the index belongs to the open relation (the caller found it from it); the
-        // scan, slot and snapshot are set up and taken down in order, as index_fetch callers do.
-        unsafe {
-            let idx = pg_sys::index_open(index, pg_sys::AccessShareLock as i32);
+        self.with_slot(latest, |slot, snapshot| {
+            // SAFETY: as in with_slot; a scan of the relation's own index.
+            let hit = unsafe { self.index_fetch(index, key, eq_proc, slot, snapshot) };
+            Ok(hit.map(|_| (slot, snapshot)))
+        }, found)
+    }
+
+    /// [`probe`](Self::probe) with the latest snapshot, trying first the place where the row
+    /// was found last time (`hint`), which `is_it` confirms (the place may hold another row
+    /// by now, or none); the index is searched only when it does not, and `hint` then keeps the
+    /// place the index gave. A place is the start of the row's chain of versions, as in an
+    /// index entry: the latest visible version is found from it as an index scan finds it.
+    pub fn probe_hinted<T>(
+        &self,
+        index: Oid,
+        key: Datum,
+        eq_proc: u32,
+        hint: &mut Option<Tid>,
+        is_it: impl Fn(&Found<'_>) -> Result<bool>,
+        found: impl FnOnce(&Found<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        self.with_slot(true, |slot, snapshot| {
+            if let Some(Tid(tid)) = *hint {
+                // SAFETY: an open relation, a slot made for it and a registered snapshot; the
+                // block is checked to exist (VACUUM may have cut the table short since).
+                let hit = unsafe { self.fetch_at(tid, slot, snapshot) };
+                if hit
+                    && is_it(&Found {
+                        table: self,
+                        slot,
+                        snapshot,
+                    })?
+                {
+                    return Ok(Some((slot, snapshot)));
+                }
+            }
+            // SAFETY: as in probe.
+            let hit = unsafe { self.index_fetch(index, key, eq_proc, slot, snapshot) };
+            *hint = hit.map(Tid);
+            Ok(hit.map(|_| (slot, snapshot)))
+        }, found)
+    }
+
+    /// A slot and a snapshot for `search`, which fills the slot with a row or finds none;
+    /// `found` gets the row. Both are released afterwards, whatever happened.
+    fn with_slot<T>(
+        &self,
+        latest: bool,
+        search: impl FnOnce(
+            *mut pg_sys::TupleTableSlot,
+            pg_sys::Snapshot,
+        ) -> Result<Option<(*mut pg_sys::TupleTableSlot, pg_sys::Snapshot)>>,
+        found: impl FnOnce(&Found<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        struct Release(*mut pg_sys::TupleTableSlot, pg_sys::Snapshot);
+        impl Drop for Release {
+            fn drop(&mut self) {
+                // SAFETY: made and registered by with_slot, released once.
+                unsafe {
+                    pg_sys::ExecDropSingleTupleTableSlot(self.0);
+                    pg_sys::UnregisterSnapshot(self.1);
+                }
+            }
+        }
+        // SAFETY: a snapshot registered and a slot made for the open relation, released by
+        // Release (also when search or found fails).
+        let release = unsafe {
             let snapshot = pg_sys::RegisterSnapshot(if latest {
                 pg_sys::GetLatestSnapshot()
             } else {
                 pg_sys::GetActiveSnapshot()
             });
+            Release(
+                pg_sys::table_slot_create(self.rel, std::ptr::null_mut()),
+                snapshot,
+            )
+        };
+        match search(release.0, release.1)? {
+            Some((slot, snapshot)) => found(&Found {
+                table: self,
+                slot,
+                snapshot,
+            })
+            .map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Search `index` for `key`: the first row visible to `snapshot` lands in `slot`, and the
+    /// place the index entry points at comes back.
+    ///
+    /// # Safety
+    ///
+    /// `index` is an index of this relation, `slot` was made for it, `snapshot` is registered.
+    unsafe fn index_fetch(
+        &self,
+        index: Oid,
+        key: Datum,
+        eq_proc: u32,
+        slot: *mut pg_sys::TupleTableSlot,
+        snapshot: pg_sys::Snapshot,
+    ) -> Option<pg_sys::ItemPointerData> {
+        // SAFETY: the caller's guarantee; the scan is set up and taken down in order, as
+        // index_fetch callers do.
+        unsafe {
+            let idx = pg_sys::index_open(index, pg_sys::AccessShareLock as i32);
             let mut skey = pg_sys::ScanKeyData::default();
             pg_sys::ScanKeyEntryInitialize(
                 &mut skey,
@@ -86,28 +183,60 @@ impl Table {
                 Oid::from(eq_proc),
                 key,
             );
-            let slot = pg_sys::table_slot_create(self.rel, std::ptr::null_mut());
             let scan = crate::pg::compat::index_beginscan(self.rel, idx, snapshot, 1, 0);
             pg_sys::index_rescan(scan, &mut skey, 1, std::ptr::null_mut(), 0);
             let hit =
                 pg_sys::index_getnext_slot(scan, pg_sys::ScanDirection::ForwardScanDirection, slot);
+            let place = (*scan).xs_heaptid;
             pg_sys::index_endscan(scan);
-            let out = if hit {
-                Some(found(&Found {
-                    table: self,
-                    slot,
-                    snapshot,
-                }))
-            } else {
-                None
-            };
-            pg_sys::ExecDropSingleTupleTableSlot(slot);
-            pg_sys::UnregisterSnapshot(snapshot);
             pg_sys::index_close(idx, pg_sys::NoLock as i32);
-            out.transpose()
+            hit.then_some(place)
+        }
+    }
+
+    /// Fetch the version visible to `snapshot` of the row whose chain starts at `tid` into
+    /// `slot` (false when there is none, or no such place).
+    ///
+    /// # Safety
+    ///
+    /// `slot` was made for this relation, `snapshot` is registered.
+    unsafe fn fetch_at(
+        &self,
+        tid: pg_sys::ItemPointerData,
+        slot: *mut pg_sys::TupleTableSlot,
+        snapshot: pg_sys::Snapshot,
+    ) -> bool {
+        // SAFETY: the caller's guarantee; the table AM's index fetch is begun and ended in
+        // order, on a block that exists (a place past the end is no place).
+        unsafe {
+            let block = (u32::from(tid.ip_blkid.bi_hi) << 16) | u32::from(tid.ip_blkid.bi_lo);
+            let am = &*(*self.rel).rd_tableam;
+            let (Some(begin), Some(fetch), Some(end)) =
+                (am.index_fetch_begin, am.index_fetch_tuple, am.index_fetch_end)
+            else {
+                return false;
+            };
+            if block
+                >= pg_sys::RelationGetNumberOfBlocksInFork(
+                    self.rel,
+                    pg_sys::ForkNumber::MAIN_FORKNUM,
+                )
+            {
+                return false;
+            }
+            let scan = begin(self.rel);
+            let (mut call_again, mut all_dead) = (false, false);
+            let mut tid = tid;
+            let hit = fetch(scan, &mut tid, snapshot, slot, &mut call_again, &mut all_dead);
+            end(scan);
+            hit
         }
     }
 }
+
+/// Where a row was found: the start of its chain of versions, as an index entry holds it.
+#[derive(Clone, Copy)]
+pub struct Tid(pg_sys::ItemPointerData);
 
 impl Drop for Table {
     fn drop(&mut self) {

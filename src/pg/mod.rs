@@ -9,6 +9,7 @@ pub mod datum;
 pub mod error;
 pub mod fmgr;
 pub mod heap;
+pub mod inval;
 pub mod local;
 pub mod spi;
 pub mod srf;

@@ -9,6 +9,7 @@
 
 use crate::pg::datum::{self, FromDatum};
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
+use crate::pg::inval;
 use crate::pg::local::BackendLocal;
 use pgrx::pg_sys::{self, Datum, Oid};
 use std::ffi::{CStr, CString};
@@ -344,9 +345,18 @@ pub fn role_name(role: Oid) -> Option<String> {
     }
 }
 
-/// The name of the current user (`current_user`).
+/// The name of the current user (`current_user`), kept while no role changes
+/// ([`inval::generation`]).
 pub fn current_user_name() -> String {
-    role_name(current_user()).unwrap_or_default()
+    static LAST: BackendLocal<(u64, Oid, String)> =
+        BackendLocal::new((0, Oid::INVALID, String::new()));
+    let (generation, user) = (inval::generation(), current_user());
+    if let Some(name) = LAST.with(|(g, u, n)| (*g == generation && *u == user).then(|| n.clone())) {
+        return name;
+    }
+    let name = role_name(user).unwrap_or_default();
+    LAST.set((generation, user, name.clone()));
+    name
 }
 
 /// The OID of a role by name (`None` if there is none).

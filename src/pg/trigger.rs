@@ -12,6 +12,7 @@
 use crate::pg::datum::{self, FromDatum};
 use crate::pg::error::{Error, Result, TRIGGER_PROTOCOL_VIOLATED, UNDEFINED_COLUMN};
 use crate::pg::fmgr::Call;
+use crate::pg::inval;
 use crate::pg::local::BackendLocal;
 use pgrx::pg_sys::{self, Datum, Oid};
 use std::ffi::CStr;
@@ -66,8 +67,26 @@ pub struct Trigger<'a> {
     table: &'static str,
 }
 
-/// relid → the platform table (by index in the spec's list) it is or is a partition of.
-static ROOTS: BackendLocal<Vec<(Oid, Oid)>> = BackendLocal::new(Vec::new());
+/// What this backend knows of the relations its triggers fired on, while no invalidation
+/// arrived ([`inval::generation`]): the platform schema, and per relation the name and schema
+/// of its root (itself, or the partitioned table it is a partition of).
+struct Known {
+    generation: u64,
+    schema: Option<Oid>,
+    roots: Vec<(Oid, Root)>,
+}
+
+#[derive(Clone)]
+struct Root {
+    namespace: Oid,
+    name: Option<String>,
+}
+
+static KNOWN: BackendLocal<Known> = BackendLocal::new(Known {
+    generation: 0,
+    schema: None,
+    roots: Vec::new(),
+});
 
 fn protocol(spec: &Spec, table: &str, what: String) -> Error {
     Error::new(
@@ -88,11 +107,24 @@ fn protocol(spec: &Spec, table: &str, what: String) -> Error {
     .hint("Trigger functions of pg_labels are attached by the extension itself; they cannot guard other tables.")
 }
 
+/// Run `f` with what is known, forgotten first if an invalidation arrived since.
+fn known<R>(f: impl FnOnce(&mut Known) -> R) -> R {
+    let generation = inval::generation();
+    KNOWN.with(|k| {
+        if k.generation != generation {
+            k.generation = generation;
+            k.roots.clear();
+            // SAFETY: a syscache lookup by name.
+            let oid = unsafe { pg_sys::get_namespace_oid(PLATFORM_SCHEMA.as_ptr(), true) };
+            k.schema = (oid != Oid::INVALID).then_some(oid);
+        }
+        f(k)
+    })
+}
+
 /// The OID of the platform schema (`None` if it does not exist).
 pub fn platform_schema() -> Option<Oid> {
-    // SAFETY: a syscache lookup by name.
-    let oid = unsafe { pg_sys::get_namespace_oid(PLATFORM_SCHEMA.as_ptr(), true) };
-    (oid != Oid::INVALID).then_some(oid)
+    known(|k| k.schema)
 }
 
 // Not in pgrx's bindings (partition.h); called through pgrx's guard.
@@ -100,32 +132,48 @@ unsafe extern "C-unwind" {
     fn get_partition_ancestors(relid: Oid) -> *mut pg_sys::List;
 }
 
-/// The topmost ancestor of a relation that is a partition (itself otherwise).
-fn root_of(rel: &pg_sys::RelationData) -> Oid {
-    // SAFETY: rd_rel is the relation's pg_class row, valid while the relation is open.
-    let form = unsafe { &*rel.rd_rel };
-    if !form.relispartition {
-        return rel.rd_id;
-    }
-    if let Some(root) = ROOTS.with(|v| v.iter().find(|(r, _)| *r == rel.rd_id).map(|x| x.1)) {
+/// The topmost ancestor of a relation that is a partition (itself otherwise), with its name
+/// and schema.
+fn root_of(rel: &pg_sys::RelationData) -> Root {
+    if let Some(root) = known(|k| {
+        k.roots
+            .iter()
+            .find(|(r, _)| *r == rel.rd_id)
+            .map(|x| x.1.clone())
+    }) {
         return root;
     }
-    // SAFETY: a catalog scan of pg_inherits, behind pgrx's guard (an ERROR becomes a Rust
-    // panic); the list it returns ends with the root.
-    let root = unsafe {
-        let list =
-            pg_sys::submodules::ffi::pg_guard_ffi_boundary(|| get_partition_ancestors(rel.rd_id));
-        if list.is_null() || (*list).length == 0 {
-            rel.rd_id
-        } else {
-            (*(*list).elements.add((*list).length as usize - 1)).oid_value
+    // SAFETY: rd_rel is the relation's pg_class row, valid while the relation is open.
+    let form = unsafe { &*rel.rd_rel };
+    let oid = if !form.relispartition {
+        rel.rd_id
+    } else {
+        // SAFETY: a catalog scan of pg_inherits, behind pgrx's guard (an ERROR becomes a Rust
+        // panic); the list it returns ends with the root.
+        unsafe {
+            let list = pg_sys::submodules::ffi::pg_guard_ffi_boundary(|| {
+                get_partition_ancestors(rel.rd_id)
+            });
+            if list.is_null() || (*list).length == 0 {
+                rel.rd_id
+            } else {
+                (*(*list).elements.add((*list).length as usize - 1)).oid_value
+            }
         }
     };
-    ROOTS.with(|v| {
-        if v.len() >= 256 {
-            v.clear();
+    // SAFETY: syscache lookups of the root; get_rel_name returns NULL or a palloc'd cstring.
+    let root = unsafe {
+        let p = pg_sys::get_rel_name(oid);
+        Root {
+            namespace: pg_sys::get_rel_namespace(oid),
+            name: (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned()),
         }
-        v.push((rel.rd_id, root));
+    };
+    known(|k| {
+        if k.roots.len() >= 256 {
+            k.roots.clear();
+        }
+        k.roots.push((rel.rd_id, root.clone()));
     });
     root
 }
@@ -149,10 +197,6 @@ impl<'a> Trigger<'a> {
         let rel = unsafe { &*td.tg_relation };
         // SAFETY: as above.
         let form = unsafe { &*rel.rd_rel };
-        // SAFETY: relname is a NUL-terminated NameData.
-        let name = unsafe { CStr::from_ptr(form.relname.data.as_ptr()) }
-            .to_string_lossy()
-            .into_owned();
         let event = td.tg_event;
         let op = match event & pg_sys::TRIGGER_EVENT_OPMASK {
             pg_sys::TRIGGER_EVENT_INSERT => Op::Insert,
@@ -164,24 +208,22 @@ impl<'a> Trigger<'a> {
         // one of the function's tables or a partition of one.
         let schema = platform_schema();
         let root = root_of(rel);
-        // SAFETY: get_rel_name returns NULL or a palloc'd cstring.
-        let root_name = unsafe {
-            let p = pg_sys::get_rel_name(root);
-            (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
-        };
-        // a partition is named by its table in messages
-        let name = root_name.clone().unwrap_or(name);
-        let table = if Some(form.relnamespace) == schema {
-            // SAFETY: a syscache lookup of the root's schema.
-            let root_schema = unsafe { pg_sys::get_rel_namespace(root) };
+        let table = if Some(form.relnamespace) == schema && Some(root.namespace) == schema {
             spec.tables
                 .iter()
-                .find(|t| Some(root_schema) == schema && root_name.as_deref() == Some(**t))
+                .find(|t| root.name.as_deref() == Some(**t))
                 .copied()
         } else {
             None
         };
         let Some(table) = table else {
+            // a partition is named by its table in messages
+            let name = root.name.unwrap_or_else(|| {
+                // SAFETY: relname is a NUL-terminated NameData.
+                unsafe { CStr::from_ptr(form.relname.data.as_ptr()) }
+                    .to_string_lossy()
+                    .into_owned()
+            });
             let qualified = format!(
                 "{}.{}",
                 // SAFETY: get_namespace_name returns NULL or a palloc'd cstring.

@@ -23,7 +23,7 @@
 use crate::pg::datum::{Timestamp, Uuid};
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
 use crate::pg::fmgr::external_id;
-use crate::pg::heap::{RowLock, Table};
+use crate::pg::heap::{RowLock, Table, Tid};
 use crate::pg::local::BackendLocal;
 use crate::pg::trigger::{col, platform_schema, Columns, Op, Spec, Timing, Trigger};
 use crate::sql_function;
@@ -33,7 +33,7 @@ use pg_labels_core::labelset::{self, LabelSet};
 use pg_labels_core::rules::Effect;
 use pg_labels_core::LabelSet as LabelSetCol;
 use pgrx::pg_sys::{self, Datum, Oid};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::CStr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -143,8 +143,11 @@ pub fn platform_owner() -> Result<Oid> {
     }
 }
 
-static RUN_COLUMNS: Columns<2> =
-    Columns::new([col::<ScopeBuf>(c"scope"), col::<LabelSetBufCol>(c"labels")]);
+static RUN_COLUMNS: Columns<3> = Columns::new([
+    col::<Uuid>(c"id"),
+    col::<ScopeBuf>(c"scope"),
+    col::<LabelSetBufCol>(c"labels"),
+]);
 type LabelSetBufCol = crate::types::datum::LabelSetBuf;
 
 /// What a run carries, decoded: its labels, where each entry lies (for membership tests by
@@ -192,8 +195,25 @@ const BIG_RUNS_KEPT: usize = 4;
 /// `None` when there is no such run.
 pub fn lock_run(namespace: Oid, run: &Uuid) -> Result<Option<LockedRun>> {
     let (rel, pkey) = open(namespace, c"runs", pg_sys::RowShareLock)?;
-    let [c_scope, c_labels] = rel.columns(&RUN_COLUMNS)?;
-    rel.probe(pkey, run.datum(), pg_sys::F_UUID_EQ, true, |found| {
+    let [c_id, c_scope, c_labels] = rel.columns(&RUN_COLUMNS)?;
+    // where the run was found last time: kept while no invalidation of a relation arrived
+    // (a table rewritten has new places) and for this table only
+    let generation = crate::pg::inval::generation();
+    let mut hint = RUN_PLACES.with(|p| {
+        if p.generation != generation || p.table != rel.oid() {
+            p.generation = generation;
+            p.table = rel.oid();
+            p.places.clear();
+        }
+        p.places.get(run).copied()
+    });
+    let result = rel.probe_hinted(
+        pkey,
+        run.datum(),
+        pg_sys::F_UUID_EQ,
+        &mut hint,
+        |found| Ok(found.get::<Uuid>(c_id)?.as_ref() == Some(run)),
+        |found| {
         found.lock(RowLock::NoKeyUpdate, "run")?;
         let scope = found
             .get::<ScopeBuf>(c_scope)?
@@ -233,8 +253,32 @@ pub fn lock_run(namespace: Oid, run: &Uuid) -> Result<Option<LockedRun>> {
             }
         };
         Ok(LockedRun { scope, labels })
-    })
+        },
+    )?;
+    if let Some(place) = hint {
+        RUN_PLACES.with(|p| {
+            if p.places.len() >= RUN_PLACES_KEPT {
+                p.places.clear();
+            }
+            p.places.insert(*run, place);
+        });
+    }
+    Ok(result)
 }
+
+/// Where runs were found (see [`lock_run`]).
+struct RunPlaces {
+    generation: u64,
+    table: Oid,
+    places: BTreeMap<Uuid, Tid>,
+}
+static RUN_PLACES: BackendLocal<RunPlaces> = BackendLocal::new(RunPlaces {
+    generation: 0,
+    table: Oid::INVALID,
+    places: BTreeMap::new(),
+});
+/// How many runs' places a backend keeps.
+const RUN_PLACES_KEPT: usize = 8192;
 
 /// A tool's catalog entry.
 #[derive(Clone, Copy)]
@@ -367,8 +411,31 @@ unsafe extern "C-unwind" {
 
 /// The next value of a sequence of the platform schema, taken as `owner` (the owner of the
 /// platform table whose trigger asks).
-pub fn next_id(namespace: Oid, sequence: &CStr, owner: Oid) -> Result<i64> {
-    let seq = relation(namespace, sequence);
+pub fn next_id(namespace: Oid, sequence: &'static CStr, owner: Oid) -> Result<i64> {
+    // found by name once while no relation changes (a sequence dropped, renamed or created
+    // sends an invalidation)
+    static SEQUENCES: BackendLocal<(u64, Vec<(Oid, &'static CStr, Oid)>)> =
+        BackendLocal::new((0, Vec::new()));
+    let generation = crate::pg::inval::generation();
+    let kept = SEQUENCES.with(|(g, v)| {
+        if *g != generation {
+            *g = generation;
+            v.clear();
+        }
+        v.iter()
+            .find(|(ns, name, _)| *ns == namespace && *name == sequence)
+            .map(|e| e.2)
+    });
+    let seq = match kept {
+        Some(oid) => oid,
+        None => {
+            let oid = relation(namespace, sequence);
+            if oid != Oid::INVALID {
+                SEQUENCES.with(|(_, v)| v.push((namespace, sequence, oid)));
+            }
+            oid
+        }
+    };
     if seq == Oid::INVALID {
         return Err(missing(&sequence.to_string_lossy()));
     }

@@ -165,3 +165,17 @@ EXPLAIN (COSTS OFF) SELECT id FROM pg_labels.runs WHERE labels @> '{origin:webho
 RESET enable_seqscan;
 SELECT count(*) FROM pg_labels.steps WHERE labels ? 'origin:tool';
 SELECT id FROM pg_labels.runs WHERE scope <@ 'acme' ORDER BY id;
+
+-- a step finds its run again where it was found last time, confirmed by the run's id: a run
+-- whose row was replaced (here by a superuser in replica mode) or moved by a rewrite of the
+-- table is found at its new place, with its new labels
+INSERT INTO pg_labels.runs (id, scope) VALUES ('b0000000-0000-0000-0000-000000000001', 'acme');
+INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('b0000000-0000-0000-0000-000000000001', 'input', '{tag:first}');
+SET session_replication_role = replica;
+DELETE FROM pg_labels.runs WHERE id = 'b0000000-0000-0000-0000-000000000001';
+INSERT INTO pg_labels.runs (id, scope, labels) VALUES ('b0000000-0000-0000-0000-000000000001', 'acme', '{company:acme,tag:replaced}');
+RESET session_replication_role;
+INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('b0000000-0000-0000-0000-000000000001', 'input', '{tag:second}');
+VACUUM FULL pg_labels.runs;
+INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('b0000000-0000-0000-0000-000000000001', 'input', '{tag:third}');
+SELECT labels FROM pg_labels.runs WHERE id = 'b0000000-0000-0000-0000-000000000001';

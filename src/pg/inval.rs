@@ -1,0 +1,52 @@
+//! Knowing when what a backend keeps about catalogs goes stale: a count of the invalidations
+//! this backend has read that could change a relation's name, schema or columns, a schema's
+//! name, or a role's name. A cache tags what it keeps with [`generation`] and trusts it while
+//! the count stays the same.
+//!
+//! PostgreSQL delivers invalidations to a backend when it takes a lock on a relation and at the
+//! start of each transaction, so a relation's trigger, which runs with its relation locked,
+//! sees every change committed before that lock was granted.
+
+use pgrx::pg_sys::{self, Datum, Oid};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+static REGISTERED: AtomicBool = AtomicBool::new(false);
+
+/// # Safety
+///
+/// Called by PostgreSQL while it reads invalidations: it only bumps a counter (no allocation,
+/// no error).
+unsafe extern "C-unwind" fn relation_changed(_arg: Datum, _relid: Oid) {
+    GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+/// # Safety
+///
+/// As above, for a catalog cache (schemas, roles).
+unsafe extern "C-unwind" fn catalog_changed(_arg: Datum, _cache: i32, _hash: u32) {
+    GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The count of invalidations read so far (registers the callbacks on first use).
+pub fn generation() -> u64 {
+    if !REGISTERED.swap(true, Ordering::Relaxed) {
+        // SAFETY: registers plain functions, once per backend.
+        unsafe {
+            pg_sys::CacheRegisterRelcacheCallback(Some(relation_changed), Datum::from(0usize));
+            for cache in [
+                pg_sys::SysCacheIdentifier::NAMESPACEOID,
+                pg_sys::SysCacheIdentifier::AUTHOID,
+            ] {
+                pg_sys::CacheRegisterSyscacheCallback(
+                    cache as i32,
+                    Some(catalog_changed),
+                    Datum::from(0usize),
+                );
+            }
+        }
+        // what was kept before the callbacks existed is not trusted
+        GENERATION.fetch_add(1, Ordering::Relaxed);
+    }
+    GENERATION.load(Ordering::Relaxed)
+}
