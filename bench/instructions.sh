@@ -48,6 +48,13 @@ CREATE INDEX ON bench_part.steps (request_id) WHERE request_id IS NOT NULL;
 CREATE INDEX ON bench_part.steps (run_id) WHERE kind = 'context_read';
 CREATE INDEX ON bench_part.steps (created_at) WHERE kind = 'gate_decided' AND decision IN ('block', 'ask');
 SQL
+# (d) the trail without its hash chain (issue 17's "ratio without it", same build): the
+# chain's columns dropped, so the trigger takes the path of a table that has none
+"$PGBIN/psql" -X -q -h "$work" -p 5435 -U postgres -d postgres -c "CREATE DATABASE bench_nochain"
+"$PGBIN/psql" -X -q -h "$work" -p 5435 -U postgres -d bench_nochain -c "CREATE EXTENSION pg_labels" \
+    -c "ALTER TABLE pg_labels.steps DROP COLUMN prev_hash, DROP COLUMN hash" \
+    -c "ALTER TABLE pg_labels.runs DROP COLUMN opened_labels, DROP COLUMN chain_head, DROP COLUMN chain_length, DROP COLUMN chain_labels" \
+    -f "$here/trail_setup.sql" >/dev/null
 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/data" -m fast -w stop >/dev/null
 
 # $1 table, $2 count: that many executions of one prepared insert (as pgbench -M prepared
@@ -61,17 +68,17 @@ statements() {
     done
 }
 
-# instructions for $2 inserts into $1
+# instructions for $2 inserts into $1 (in database $3, bench_trail if not given)
 count() {
     local out=$work/callgrind.$RANDOM
     statements "$1" "$2" >"$work/in.sql"
     runuser -u postgres -- valgrind --tool=callgrind --callgrind-out-file="$out" \
         "$PGBIN/postgres" --single -D "$work/data" -c fsync=off -c synchronous_commit=off \
-        bench_trail <"$work/in.sql" >/dev/null 2>"$work/valgrind.log"
+        "${3:-bench_trail}" <"$work/in.sql" >/dev/null 2>"$work/valgrind.log"
     awk '/^summary:/ { print $2 }' "$out"
     if [ -n "${INSTR_KEEP:-}" ]; then
         mkdir -p "$INSTR_KEEP"
-        cp "$out" "$INSTR_KEEP/callgrind.$1.$2"
+        cp "$out" "$INSTR_KEEP/callgrind.${3:-bench_trail}.$1.$2"
     fi
 }
 
@@ -89,3 +96,9 @@ c=${per[bench_part.steps]}
 printf '%-44s %14d\n' "(c) bench_part.steps, partitioned, no trigger" "$c"
 printf 'ratio b/a (the speed ratio a/b of pgbench): %.2f\n' "$(echo "$b / $a" | bc -l)"
 printf 'ratio c/a (against the same partitioning):  %.2f\n' "$(echo "$c / $a" | bc -l)"
+one=$(count pg_labels.steps "$n" bench_nochain)
+two=$(count pg_labels.steps $((2 * n)) bench_nochain)
+d=$(( (two - one) / n ))
+printf '%-44s %14d\n' "(d) pg_labels.steps without its hash chain" "$d"
+printf 'ratio c/d (the same, without the chain):     %.2f\n' "$(echo "$c / $d" | bc -l)"
+printf 'the chain: ratio with it / without it (d/a): %.3f (issue 17: >= 0.97)\n' "$(echo "$d / $a" | bc -l)"

@@ -4,12 +4,14 @@
 # plain table and a PL/pgSQL implementation of the same rules, and the publication check's time.
 #   scripts/bench.sh            both
 #   scripts/bench.sh types      the types (bench/types.sql)
-#   scripts/bench.sh trail      trail inserts with pgbench (bench/trail_*.sql)
+#   scripts/bench.sh trail      trail inserts with pgbench (bench/trail_*.sql), then
+#                               verify_all() over that trail (steps/s)
 #   scripts/bench.sh publication  the publication check on 10,000-step declarations
 #   scripts/bench.sh lineage    lineage over a 10,000-run chain
 #   scripts/bench.sh bigrun     a run carrying 100,000 labels against one carrying one
 #   scripts/bench.sh instructions  instructions per trail insert, counted by callgrind (a
-#                               repeatable figure on a noisy machine; not part of "all")
+#                               repeatable figure on a noisy machine; not part of "all"), with
+#                               and without the trail's hash chain
 #   scripts/bench.sh purge      removing a month of a 10M-step trail: purge() against DELETE
 #                               (PURGE_STEPS=n for another size; not part of "all": ~10 minutes)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -71,6 +73,15 @@ if [ "$what" = all ] || [ "$what" = trail ]; then
     done
     echo "tps, median of $rounds rounds; goals: a/b >= 0.75, a/c >= 1.5"
     "$PGBIN/psql" -X -q -d bench_trail -c "SELECT 'pg_labels.steps' AS t, count(*) FROM pg_labels.steps UNION ALL SELECT 'bench_plain.steps', count(*) FROM bench_plain.steps UNION ALL SELECT 'bench_plpgsql.steps', count(*) FROM bench_plpgsql.steps"
+    # the hash chains of the trail just written, checked again (issue 17)
+    log "verify_all() over the trail just written"
+    start=$(date +%s.%N)
+    steps=$("$PGBIN/psql" -X -qAt -d bench_trail -c "SET client_min_messages = warning" \
+        -c "SELECT count(*) FILTER (WHERE how IS NOT NULL) FROM pg_labels.verify_all()" \
+        -c "SELECT count(*) FROM pg_labels.steps" | tail -2 | paste -sd' ')
+    secs=$(echo "$(date +%s.%N) - $start" | bc -l)
+    printf 'verify_all(): broken runs and steps checked: %s, in %.1f s: %.0f steps/s\n' "$steps" "$secs" \
+        "$(echo "${steps#* } / $secs" | bc -l)"
 fi
 
 if [ "$what" = all ] || [ "$what" = publication ]; then

@@ -18,7 +18,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # pg_regress files by suite (tests/pg_regress/sql/<name>.sql; the schedule lists them all).
 declare -A REGRESS=(
     [types]="scope labelset labelset_gin robustness catalog"
-    [platform]="trail sealed approvals write_paths search_path listeners"
+    [platform]="trail sealed approvals write_paths search_path listeners chain"
     [sharing]="sharing"
     [publication]="publication"
     [rls]="rls provenance"
@@ -141,6 +141,11 @@ else
         [ -n "${REGRESS[$s]:-}" ] && regress+=(${REGRESS[$s]})
     done
     regress+=("${files[@]}")
+fi
+# the offline verifier of inclusion proofs, which pg_regress chain runs on a proof
+if [[ " ${regress[*]} " == *" chain "* ]]; then
+    (cd "$ROOT" && cargo build --release -q -p pg_labels_verify)
+    export PG_LABELS_VERIFY="$ROOT/target/release/pg_labels_verify"
 fi
 for t in "${regress[@]}"; do
     log "pg_regress: $t"

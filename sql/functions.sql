@@ -185,3 +185,48 @@ CREATE FUNCTION pg_labels.lineage_dot(run uuid) RETURNS text
 AS 'MODULE_PATHNAME', 'pgl_lineage_dot' LANGUAGE C STABLE STRICT;
 COMMENT ON FUNCTION pg_labels.lineage_dot(uuid) IS
     'pg_labels.lineage(run) as a Graphviz DOT graph: runs as boxes (the run itself in bold), one edge per context read labelled with the digest and labels';
+
+--------------------------------------------------------------------------------------------
+-- Proving the trail: hash chains, ledger digests, inclusion proofs (README "Proving the trail")
+--------------------------------------------------------------------------------------------
+
+CREATE FUNCTION pg_labels.verify(run uuid)
+RETURNS TABLE (intact boolean, steps bigint, step bigint, how text, detail text)
+AS 'MODULE_PATHNAME', 'pgl_verify' LANGUAGE C STABLE STRICT ROWS 1;
+COMMENT ON FUNCTION pg_labels.verify(uuid) IS
+    'Checks a run''s hash chain against its stored steps and row: intact, or the first step where it breaks and how (edited, removed, inserted, reordered, unchained)';
+
+CREATE FUNCTION pg_labels.verify_all()
+RETURNS TABLE (run uuid, step bigint, how text, detail text)
+AS 'MODULE_PATHNAME', 'pgl_verify_all' LANGUAGE C STABLE;
+REVOKE ALL ON FUNCTION pg_labels.verify_all() FROM PUBLIC;
+COMMENT ON FUNCTION pg_labels.verify_all() IS
+    'verify() for every run, in bounded memory, with a progress NOTICE: the runs whose chain breaks';
+
+CREATE FUNCTION pg_labels.ledger_digest()
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'pgl_ledger_digest' LANGUAGE C VOLATILE;
+REVOKE ALL ON FUNCTION pg_labels.ledger_digest() FROM PUBLIC;
+COMMENT ON FUNCTION pg_labels.ledger_digest() IS
+    'Takes a ledger digest: the Merkle root over every run''s chain head with its id, time and counts, to keep outside the database';
+
+CREATE FUNCTION pg_labels.verify_digest(digest jsonb)
+RETURNS TABLE (holds boolean, run uuid, detail text)
+AS 'MODULE_PATHNAME', 'pgl_verify_digest' LANGUAGE C STABLE;
+REVOKE ALL ON FUNCTION pg_labels.verify_digest(jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION pg_labels.verify_digest(jsonb) IS
+    'Proves that today''s trail extends the one a digest described: every run it covered is there with its steps unchanged, or what is not';
+
+CREATE FUNCTION pg_labels.prove(step bigint, digest jsonb)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'pgl_prove' LANGUAGE C STABLE;
+REVOKE ALL ON FUNCTION pg_labels.prove(bigint, jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION pg_labels.prove(bigint, jsonb) IS
+    'An inclusion proof of a step in the ledger a digest describes, for the offline verifier (pg_labels_verify verify proof.json)';
+
+CREATE FUNCTION pg_labels.start_chains()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'pgl_start_chains' LANGUAGE C VOLATILE;
+REVOKE ALL ON FUNCTION pg_labels.start_chains() FROM PUBLIC;
+COMMENT ON FUNCTION pg_labels.start_chains() IS
+    'Chains the runs that have no hash chain (kept by a release without chains, or loaded around the triggers) from what they hold now; a superuser runs it with session_replication_role = replica, as ALTER EXTENSION UPDATE does; returns the number of runs chained';

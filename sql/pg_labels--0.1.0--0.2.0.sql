@@ -5,7 +5,8 @@
 -- 1. The types: descriptions on every operator, function, cast and operator class; the
 --    planner support functions of <@ and @> are immutable and parallel safe.
 -- 2. The platform's functions: new bodies and markings (CREATE OR REPLACE keeps each one's
---    privileges); enter_scope and leave_scope are parallel unsafe.
+--    privileges); enter_scope and leave_scope are parallel unsafe; the trail's proofs
+--    (verify, verify_all, ledger_digest, verify_digest, prove, start_chains) are new.
 -- 3. The platform's tables are rebuilt as 0.2.0 makes them (the trail a ring of 24 monthly
 --    partitions, no foreign keys, new policies, triggers, indexes and descriptions): the 0.1.0
 --    tables are moved aside, the new ones made, every row copied as it was (triggers off:
@@ -14,6 +15,8 @@
 --    tables dropped. This copies the whole trail once. A view or function of your own that
 --    reads a platform table makes the update stop (nothing is dropped for you): drop it,
 --    update, create it again.
+--    Every run's hash chain is computed once, from what it holds at the update (README
+--    "Proving the trail": a trail kept by 0.1.0 is proven from the update on).
 -- 4. DROP EXTENSION refuses while the trail holds rows (an event trigger).
 -- 5. The 0.1.0 tables are dropped.
 
@@ -321,6 +324,51 @@ COMMENT ON FUNCTION pg_labels.lineage_dot(uuid) IS
     'pg_labels.lineage(run) as a Graphviz DOT graph: runs as boxes (the run itself in bold), one edge per context read labelled with the digest and labels';
 
 --------------------------------------------------------------------------------------------
+-- Proving the trail: hash chains, ledger digests, inclusion proofs (README "Proving the trail")
+--------------------------------------------------------------------------------------------
+
+CREATE FUNCTION pg_labels.verify(run uuid)
+RETURNS TABLE (intact boolean, steps bigint, step bigint, how text, detail text)
+AS 'MODULE_PATHNAME', 'pgl_verify' LANGUAGE C STABLE STRICT ROWS 1;
+COMMENT ON FUNCTION pg_labels.verify(uuid) IS
+    'Checks a run''s hash chain against its stored steps and row: intact, or the first step where it breaks and how (edited, removed, inserted, reordered, unchained)';
+
+CREATE FUNCTION pg_labels.verify_all()
+RETURNS TABLE (run uuid, step bigint, how text, detail text)
+AS 'MODULE_PATHNAME', 'pgl_verify_all' LANGUAGE C STABLE;
+REVOKE ALL ON FUNCTION pg_labels.verify_all() FROM PUBLIC;
+COMMENT ON FUNCTION pg_labels.verify_all() IS
+    'verify() for every run, in bounded memory, with a progress NOTICE: the runs whose chain breaks';
+
+CREATE FUNCTION pg_labels.ledger_digest()
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'pgl_ledger_digest' LANGUAGE C VOLATILE;
+REVOKE ALL ON FUNCTION pg_labels.ledger_digest() FROM PUBLIC;
+COMMENT ON FUNCTION pg_labels.ledger_digest() IS
+    'Takes a ledger digest: the Merkle root over every run''s chain head with its id, time and counts, to keep outside the database';
+
+CREATE FUNCTION pg_labels.verify_digest(digest jsonb)
+RETURNS TABLE (holds boolean, run uuid, detail text)
+AS 'MODULE_PATHNAME', 'pgl_verify_digest' LANGUAGE C STABLE;
+REVOKE ALL ON FUNCTION pg_labels.verify_digest(jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION pg_labels.verify_digest(jsonb) IS
+    'Proves that today''s trail extends the one a digest described: every run it covered is there with its steps unchanged, or what is not';
+
+CREATE FUNCTION pg_labels.prove(step bigint, digest jsonb)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'pgl_prove' LANGUAGE C STABLE;
+REVOKE ALL ON FUNCTION pg_labels.prove(bigint, jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION pg_labels.prove(bigint, jsonb) IS
+    'An inclusion proof of a step in the ledger a digest describes, for the offline verifier (pg_labels_verify verify proof.json)';
+
+CREATE FUNCTION pg_labels.start_chains()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'pgl_start_chains' LANGUAGE C VOLATILE;
+REVOKE ALL ON FUNCTION pg_labels.start_chains() FROM PUBLIC;
+COMMENT ON FUNCTION pg_labels.start_chains() IS
+    'Chains the runs that have no hash chain (kept by a release without chains, or loaded around the triggers) from what they hold now; a superuser runs it with session_replication_role = replica, as ALTER EXTENSION UPDATE does; returns the number of runs chained';
+
+--------------------------------------------------------------------------------------------
 -- 3. The platform's tables: the 0.1.0 tables moved aside (with their sequences and indexes)
 --------------------------------------------------------------------------------------------
 
@@ -446,7 +494,11 @@ CREATE TABLE pg_labels.runs (
     scope @extschema@.scope NOT NULL,
     labels @extschema@.labelset NOT NULL DEFAULT '{}',
     listener_id bigint,
-    opened_at timestamptz NOT NULL DEFAULT now()
+    opened_at timestamptz NOT NULL DEFAULT now(),
+    opened_labels @extschema@.labelset,
+    chain_head bytea,
+    chain_length bigint,
+    chain_labels bytea
 );
 COMMENT ON TABLE pg_labels.runs IS
     'Agent runs: scope is sealed when the run is opened; labels is the union of everything that entered the run and only grows';
@@ -457,6 +509,10 @@ COMMENT ON COLUMN pg_labels.runs.scope IS 'The company or area it runs in, seale
 COMMENT ON COLUMN pg_labels.runs.labels IS 'What it carries: everything that entered it, and its own scope label; only grows';
 COMMENT ON COLUMN pg_labels.runs.listener_id IS 'The listener whose event opened it, if any: the run has its scope';
 COMMENT ON COLUMN pg_labels.runs.opened_at IS 'When it was opened (the database''s time)';
+COMMENT ON COLUMN pg_labels.runs.opened_labels IS 'What it carried when it was opened (set by the database; its hash chain starts from it)';
+COMMENT ON COLUMN pg_labels.runs.chain_head IS 'The hash of its last step, or of its opening before the first (set by the database; see verify())';
+COMMENT ON COLUMN pg_labels.runs.chain_length IS 'How many steps its hash chain holds (set by the database)';
+COMMENT ON COLUMN pg_labels.runs.chain_labels IS 'The digest of what it carries after its last step (set by the database)';
 CREATE INDEX runs_scope_idx ON pg_labels.runs (scope);
 CREATE INDEX runs_labels_idx ON pg_labels.runs USING gin (labels);
 CREATE INDEX runs_opened_at_idx ON pg_labels.runs (opened_at);
@@ -487,6 +543,8 @@ CREATE TABLE pg_labels.steps (
     actor text NOT NULL DEFAULT current_user,
     created_at timestamptz NOT NULL DEFAULT now(),
     slot smallint NOT NULL DEFAULT pg_labels.trail_slot(now()),
+    prev_hash bytea,
+    hash bytea,
     PRIMARY KEY (id, slot)
 ) PARTITION BY LIST (slot);
 COMMENT ON TABLE pg_labels.steps IS
@@ -515,6 +573,8 @@ COMMENT ON COLUMN pg_labels.steps.actor IS 'The role that wrote the step; for ap
 COMMENT ON COLUMN pg_labels.steps.created_at IS 'When (the transaction''s time, set by the database)';
 COMMENT ON COLUMN pg_labels.steps.slot IS
     'The partition of the trail''s ring it is in: the month of created_at (UTC) modulo 24 (set by the database)';
+COMMENT ON COLUMN pg_labels.steps.prev_hash IS 'The hash of the step before it in its run (or of the run''s opening) (set by the database)';
+COMMENT ON COLUMN pg_labels.steps.hash IS 'SHA-256 of prev_hash and the step''s canonical content: its run''s hash chain (set by the database; see verify())';
 CREATE SEQUENCE pg_labels.steps_id_seq OWNED BY pg_labels.steps.id;
 CREATE INDEX steps_created_at_idx ON pg_labels.steps (created_at);
 COMMENT ON SEQUENCE pg_labels.steps_id_seq IS 'The ids of steps, taken by the insert trigger under the run''s lock';
@@ -791,7 +851,29 @@ COMMENT ON COLUMN pg_labels.approval_points.path IS 'How untrusted data reaches 
 COMMENT ON COLUMN pg_labels.approval_points.published_at IS 'When the version was published';
 
 
+-- Ledger digests (pg_labels.ledger_digest()): the root a DBA keeps outside the database, and
+-- which runs it covered at which length and head (the marks verify_digest() and prove() start
+-- from; a change to them shows against the root kept outside). Only the owner reads them.
+CREATE TABLE pg_labels.digests (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    taken_at timestamptz NOT NULL DEFAULT now(),
+    root bytea NOT NULL,
+    runs bigint NOT NULL,
+    steps bigint NOT NULL,
+    marks bytea NOT NULL
+);
+COMMENT ON TABLE pg_labels.digests IS
+    'Ledger digests taken by pg_labels.ledger_digest(): the Merkle root over every run''s chain head, and the runs it covered';
+COMMENT ON COLUMN pg_labels.digests.id IS 'The digest (named in the value ledger_digest() returns)';
+COMMENT ON COLUMN pg_labels.digests.taken_at IS 'When it was taken';
+COMMENT ON COLUMN pg_labels.digests.root IS 'RFC 6962 Merkle root over one leaf per run: (run, chain length, chain head), in run order';
+COMMENT ON COLUMN pg_labels.digests.runs IS 'How many runs it covers';
+COMMENT ON COLUMN pg_labels.digests.steps IS 'How many steps their chains held';
+COMMENT ON COLUMN pg_labels.digests.marks IS 'Per run, in run order: its id (16 bytes), chain length (8 bytes, big-endian) and head (32 bytes)';
+
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.tools', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.digests', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.digests_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.listeners', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.listeners_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.grants', '');
@@ -828,6 +910,9 @@ BEGIN
     END LOOP;
 END
 $copy$;
+-- every run's hash chain, computed once from what it holds now (README "Proving the trail":
+-- a trail kept by 0.1.0 is proven from the update on)
+SELECT pg_labels.start_chains();
 RESET session_replication_role;
 
 -- the sequences continue where they were

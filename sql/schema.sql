@@ -104,7 +104,11 @@ CREATE TABLE pg_labels.runs (
     scope @extschema@.scope NOT NULL,
     labels @extschema@.labelset NOT NULL DEFAULT '{}',
     listener_id bigint,
-    opened_at timestamptz NOT NULL DEFAULT now()
+    opened_at timestamptz NOT NULL DEFAULT now(),
+    opened_labels @extschema@.labelset,
+    chain_head bytea,
+    chain_length bigint,
+    chain_labels bytea
 );
 COMMENT ON TABLE pg_labels.runs IS
     'Agent runs: scope is sealed when the run is opened; labels is the union of everything that entered the run and only grows';
@@ -115,6 +119,10 @@ COMMENT ON COLUMN pg_labels.runs.scope IS 'The company or area it runs in, seale
 COMMENT ON COLUMN pg_labels.runs.labels IS 'What it carries: everything that entered it, and its own scope label; only grows';
 COMMENT ON COLUMN pg_labels.runs.listener_id IS 'The listener whose event opened it, if any: the run has its scope';
 COMMENT ON COLUMN pg_labels.runs.opened_at IS 'When it was opened (the database''s time)';
+COMMENT ON COLUMN pg_labels.runs.opened_labels IS 'What it carried when it was opened (set by the database; its hash chain starts from it)';
+COMMENT ON COLUMN pg_labels.runs.chain_head IS 'The hash of its last step, or of its opening before the first (set by the database; see verify())';
+COMMENT ON COLUMN pg_labels.runs.chain_length IS 'How many steps its hash chain holds (set by the database)';
+COMMENT ON COLUMN pg_labels.runs.chain_labels IS 'The digest of what it carries after its last step (set by the database)';
 CREATE INDEX runs_scope_idx ON pg_labels.runs (scope);
 CREATE INDEX runs_labels_idx ON pg_labels.runs USING gin (labels);
 CREATE INDEX runs_opened_at_idx ON pg_labels.runs (opened_at);
@@ -145,6 +153,8 @@ CREATE TABLE pg_labels.steps (
     actor text NOT NULL DEFAULT current_user,
     created_at timestamptz NOT NULL DEFAULT now(),
     slot smallint NOT NULL DEFAULT pg_labels.trail_slot(now()),
+    prev_hash bytea,
+    hash bytea,
     PRIMARY KEY (id, slot)
 ) PARTITION BY LIST (slot);
 COMMENT ON TABLE pg_labels.steps IS
@@ -173,6 +183,8 @@ COMMENT ON COLUMN pg_labels.steps.actor IS 'The role that wrote the step; for ap
 COMMENT ON COLUMN pg_labels.steps.created_at IS 'When (the transaction''s time, set by the database)';
 COMMENT ON COLUMN pg_labels.steps.slot IS
     'The partition of the trail''s ring it is in: the month of created_at (UTC) modulo 24 (set by the database)';
+COMMENT ON COLUMN pg_labels.steps.prev_hash IS 'The hash of the step before it in its run (or of the run''s opening) (set by the database)';
+COMMENT ON COLUMN pg_labels.steps.hash IS 'SHA-256 of prev_hash and the step''s canonical content: its run''s hash chain (set by the database; see verify())';
 CREATE SEQUENCE pg_labels.steps_id_seq OWNED BY pg_labels.steps.id;
 CREATE INDEX steps_created_at_idx ON pg_labels.steps (created_at);
 COMMENT ON SEQUENCE pg_labels.steps_id_seq IS 'The ids of steps, taken by the insert trigger under the run''s lock';
@@ -449,7 +461,29 @@ COMMENT ON COLUMN pg_labels.approval_points.path IS 'How untrusted data reaches 
 COMMENT ON COLUMN pg_labels.approval_points.published_at IS 'When the version was published';
 
 
+-- Ledger digests (pg_labels.ledger_digest()): the root a DBA keeps outside the database, and
+-- which runs it covered at which length and head (the marks verify_digest() and prove() start
+-- from; a change to them shows against the root kept outside). Only the owner reads them.
+CREATE TABLE pg_labels.digests (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    taken_at timestamptz NOT NULL DEFAULT now(),
+    root bytea NOT NULL,
+    runs bigint NOT NULL,
+    steps bigint NOT NULL,
+    marks bytea NOT NULL
+);
+COMMENT ON TABLE pg_labels.digests IS
+    'Ledger digests taken by pg_labels.ledger_digest(): the Merkle root over every run''s chain head, and the runs it covered';
+COMMENT ON COLUMN pg_labels.digests.id IS 'The digest (named in the value ledger_digest() returns)';
+COMMENT ON COLUMN pg_labels.digests.taken_at IS 'When it was taken';
+COMMENT ON COLUMN pg_labels.digests.root IS 'RFC 6962 Merkle root over one leaf per run: (run, chain length, chain head), in run order';
+COMMENT ON COLUMN pg_labels.digests.runs IS 'How many runs it covers';
+COMMENT ON COLUMN pg_labels.digests.steps IS 'How many steps their chains held';
+COMMENT ON COLUMN pg_labels.digests.marks IS 'Per run, in run order: its id (16 bytes), chain length (8 bytes, big-endian) and head (32 bytes)';
+
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.tools', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.digests', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.digests_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.listeners', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.listeners_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.grants', '');

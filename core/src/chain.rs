@@ -118,15 +118,25 @@ pub fn genesis(run: &RunOpening<'_>) -> Hash {
     e.finish()
 }
 
-/// The digest of a set of labels (what a run carries after a step).
+/// The digest of what a run carries when it is opened: its opening labels.
 pub fn labels_digest(set: LabelSet<'_>) -> Hash {
     let mut e = Encoder::new(LABELS_DOMAIN);
-    e.labels(Some(set));
+    e.null().labels(Some(set));
+    e.finish()
+}
+
+/// The digest of what a run carries after a step: the digest before it and the labels the
+/// step brought. What a run carries is the union of its opening labels and every step's
+/// labels, so this running digest stands for it, at a cost that does not grow with the run.
+pub fn labels_next(before: &Hash, step: LabelSet<'_>) -> Hash {
+    let mut e = Encoder::new(LABELS_DOMAIN);
+    e.bytes(Some(before)).labels(Some(step));
     e.finish()
 }
 
 /// A step's canonical content: every column the database decided or kept, in table order,
-/// then the run's sealed scope and the digest of the run's labels after the step.
+/// then the run's sealed scope and the digest of the run's labels after the step
+/// ([`labels_next`]).
 #[derive(Clone, Debug)]
 pub struct StepContent<'a> {
     pub id: i64,
@@ -258,6 +268,8 @@ pub struct Verifier {
     first_extra: Option<i64>,
     found: Option<Break>,
     pending: Option<Pending>,
+    /// A step whose content does not give its stored hash: (its id, the hash before it).
+    suspect: Option<(i64, Hash)>,
 }
 
 /// A link that did not match at `at`: decided by what follows.
@@ -288,6 +300,7 @@ impl Verifier {
             first_extra: None,
             found: None,
             pending: None,
+            suspect: None,
         }
     }
 
@@ -305,6 +318,18 @@ impl Verifier {
             self.first_extra = Some(s.id);
         }
         if self.found.is_some() {
+            return;
+        }
+        if let Some((at, before)) = self.suspect.take() {
+            self.found = Some(Break {
+                step: Some(at),
+                how: if s.prev == Some(before) {
+                    How::Inserted
+                } else {
+                    How::Edited
+                },
+                at_end: false,
+            });
             return;
         }
         if let Some(p) = &mut self.pending {
@@ -357,11 +382,12 @@ impl Verifier {
             return;
         }
         if s.computed != Some(hash) {
-            self.found = Some(Break {
-                step: Some(s.id),
-                how: How::Edited,
-                at_end: false,
-            });
+            // edited, or added with a hash of its own: the next step tells (it is chained to
+            // this one's stored hash, or to the step before it)
+            self.suspect = Some((s.id, self.expected));
+            self.before_prev = Some(self.expected);
+            self.expected = hash;
+            self.prev_id = Some(s.id);
             return;
         }
         self.before_prev = Some(self.expected);
@@ -371,6 +397,20 @@ impl Verifier {
 
     /// The first break, if any, once every stored step was pushed.
     pub fn finish(mut self) -> Option<Break> {
+        if let Some((at, _)) = self.suspect.take() {
+            if self.found.is_none() {
+                // the last step: added if the run holds more steps than it chained
+                self.found = Some(Break {
+                    step: Some(at),
+                    how: if self.start_count + self.seen > self.length {
+                        How::Inserted
+                    } else {
+                        How::Edited
+                    },
+                    at_end: false,
+                });
+            }
+        }
         if let Some(p) = self.pending.take() {
             if self.found.is_none() {
                 self.found = Some(Break {
@@ -692,6 +732,29 @@ mod tests {
             verify(start, &with, head, 5),
             Some(Break {
                 step: Some(25),
+                how: How::Inserted,
+                at_end: false
+            })
+        );
+        // a forged step chained to step 20 with a hash that is not its content's (the one a
+        // forger without the encoding would store): the next step still follows step 20
+        let mut with = rows.clone();
+        with.insert(2, (25, rows[1].3, forged_leaf, h(3)));
+        assert_eq!(
+            verify(start, &with, head, 5),
+            Some(Break {
+                step: Some(25),
+                how: How::Inserted,
+                at_end: false
+            })
+        );
+        // the same as the last step
+        let mut with = rows.clone();
+        with.push((60, head, forged_leaf, h(3)));
+        assert_eq!(
+            verify(start, &with, head, 5),
+            Some(Break {
+                step: Some(60),
                 how: How::Inserted,
                 at_end: false
             })

@@ -62,3 +62,69 @@ pub unsafe fn index_beginscan(
         pg_sys::index_beginscan(rel, idx, snapshot, std::ptr::null_mut(), nkeys, norderbys)
     }
 }
+
+/// Update a row in place of its version at `otid` (which this transaction locked), with no
+/// executor; true when the new version needs index entries (it is not a heap-only tuple).
+///
+/// # Safety
+/// `rel` must be open with `RowExclusiveLock`, `otid` the latest version of a row this
+/// transaction holds locked, `tup` a tuple of the relation's descriptor.
+pub unsafe fn simple_heap_update(
+    rel: pg_sys::Relation,
+    otid: &mut pg_sys::ItemPointerData,
+    tup: pg_sys::HeapTuple,
+) -> bool {
+    // SAFETY: the caller's guarantee.
+    #[cfg(feature = "pg15")]
+    unsafe {
+        pg_sys::simple_heap_update(rel, otid, tup);
+        (*(*tup).t_data).t_infomask2 & pg_sys::HEAP_ONLY_TUPLE as u16 == 0
+    }
+    // SAFETY: as above; 16 reports which indexes need entries.
+    #[cfg(not(feature = "pg15"))]
+    unsafe {
+        let mut which: pg_sys::TU_UpdateIndexes::Type = pg_sys::TU_UpdateIndexes::TU_None;
+        pg_sys::simple_heap_update(rel, otid, tup, &mut which);
+        which != pg_sys::TU_UpdateIndexes::TU_None
+    }
+}
+
+/// Insert the index entries of a new row version (every index: see simple_heap_update).
+///
+/// # Safety
+/// `rri` must have its indexes open, `slot` hold the new version, `estate` be a live executor
+/// state.
+pub unsafe fn insert_index_entries(
+    rri: *mut pg_sys::ResultRelInfo,
+    slot: *mut pg_sys::TupleTableSlot,
+    estate: *mut pg_sys::EState,
+) {
+    // SAFETY: the caller's guarantee; "update" is false: no hint from the updated columns,
+    // which need a range table this state does not have.
+    #[cfg(feature = "pg15")]
+    unsafe {
+        pg_sys::ExecInsertIndexTuples(
+            rri,
+            slot,
+            estate,
+            false,
+            false,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        );
+    }
+    // SAFETY: as above; 16 added "onlySummarizing".
+    #[cfg(not(feature = "pg15"))]
+    unsafe {
+        pg_sys::ExecInsertIndexTuples(
+            rri,
+            slot,
+            estate,
+            false,
+            false,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            false,
+        );
+    }
+}

@@ -173,6 +173,25 @@ impl FromDatum<'_> for String {
     }
 }
 
+/// A `bytea` value, copied.
+pub struct Bytea(pub Vec<u8>);
+
+impl FromDatum<'_> for Bytea {
+    const NAME: &'static str = "bytea";
+    fn accepts(oid: Oid) -> bool {
+        oid == pg_sys::BYTEAOID
+    }
+    unsafe fn read(d: Datum) -> Result<Self> {
+        // SAFETY: a bytea datum is a varlena (caller).
+        Ok(Bytea(unsafe { varlena_bytes(d.cast_mut_ptr()) }.to_vec()))
+    }
+}
+
+/// A `bytea` datum in the current memory context.
+pub fn bytea_datum(b: &[u8]) -> Result<Datum> {
+    ret_bytes(b)
+}
+
 /// A `name` value (a role), read as a NUL-terminated string.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Name(pub String);

@@ -225,3 +225,8 @@ pub unsafe fn raise(e: Error) -> ! {
         std::process::abort()
     }
 }
+
+/// Send a NOTICE to the client (progress of a long function).
+pub fn notice(message: &str) {
+    pgrx::notice!("{message}");
+}

@@ -66,11 +66,15 @@ impl Table {
         latest: bool,
         found: impl FnOnce(&Found<'_>) -> Result<T>,
     ) -> Result<Option<T>> {
-        self.with_slot(latest, |slot, snapshot| {
-            // SAFETY: as in with_slot; a scan of the relation's own index.
-            let hit = unsafe { self.index_fetch(index, key, eq_proc, slot, snapshot) };
-            Ok(hit.map(|_| (slot, snapshot)))
-        }, found)
+        self.with_slot(
+            latest,
+            |slot, snapshot| {
+                // SAFETY: as in with_slot; a scan of the relation's own index.
+                let hit = unsafe { self.index_fetch(index, key, eq_proc, slot, snapshot) };
+                Ok(hit.map(|_| (slot, snapshot)))
+            },
+            found,
+        )
     }
 
     /// [`probe`](Self::probe) with the latest snapshot, trying first the place where the row
@@ -87,26 +91,30 @@ impl Table {
         is_it: impl Fn(&Found<'_>) -> Result<bool>,
         found: impl FnOnce(&Found<'_>) -> Result<T>,
     ) -> Result<Option<T>> {
-        self.with_slot(true, |slot, snapshot| {
-            if let Some(Tid(tid)) = *hint {
-                // SAFETY: an open relation, a slot made for it and a registered snapshot; the
-                // block is checked to exist (VACUUM may have cut the table short since).
-                let hit = unsafe { self.fetch_at(tid, slot, snapshot) };
-                if hit
-                    && is_it(&Found {
-                        table: self,
-                        slot,
-                        snapshot,
-                    })?
-                {
-                    return Ok(Some((slot, snapshot)));
+        self.with_slot(
+            true,
+            |slot, snapshot| {
+                if let Some(Tid(tid)) = *hint {
+                    // SAFETY: an open relation, a slot made for it and a registered snapshot; the
+                    // block is checked to exist (VACUUM may have cut the table short since).
+                    let hit = unsafe { self.fetch_at(tid, slot, snapshot) };
+                    if hit
+                        && is_it(&Found {
+                            table: self,
+                            slot,
+                            snapshot,
+                        })?
+                    {
+                        return Ok(Some((slot, snapshot)));
+                    }
                 }
-            }
-            // SAFETY: as in probe.
-            let hit = unsafe { self.index_fetch(index, key, eq_proc, slot, snapshot) };
-            *hint = hit.map(Tid);
-            Ok(hit.map(|_| (slot, snapshot)))
-        }, found)
+                // SAFETY: as in probe.
+                let hit = unsafe { self.index_fetch(index, key, eq_proc, slot, snapshot) };
+                *hint = hit.map(Tid);
+                Ok(hit.map(|_| (slot, snapshot)))
+            },
+            found,
+        )
     }
 
     /// A slot and a snapshot for `search`, which fills the slot with a row or finds none;
@@ -211,9 +219,11 @@ impl Table {
         unsafe {
             let block = (u32::from(tid.ip_blkid.bi_hi) << 16) | u32::from(tid.ip_blkid.bi_lo);
             let am = &*(*self.rel).rd_tableam;
-            let (Some(begin), Some(fetch), Some(end)) =
-                (am.index_fetch_begin, am.index_fetch_tuple, am.index_fetch_end)
-            else {
+            let (Some(begin), Some(fetch), Some(end)) = (
+                am.index_fetch_begin,
+                am.index_fetch_tuple,
+                am.index_fetch_end,
+            ) else {
                 return false;
             };
             if block
@@ -227,10 +237,71 @@ impl Table {
             let scan = begin(self.rel);
             let (mut call_again, mut all_dead) = (false, false);
             let mut tid = tid;
-            let hit = fetch(scan, &mut tid, snapshot, slot, &mut call_again, &mut all_dead);
+            let hit = fetch(
+                scan,
+                &mut tid,
+                snapshot,
+                slot,
+                &mut call_again,
+                &mut all_dead,
+            );
             end(scan);
             hit
         }
+    }
+}
+
+/// A copy of a row's latest version, taken after locking it, to update it later in the same
+/// call ([`Table::update`]).
+pub struct Held {
+    tuple: pg_sys::HeapTuple,
+}
+
+impl Table {
+    /// Replace the held row's version by one with `changes` (1-based columns; `None`: NULL),
+    /// as an UPDATE would, without the executor: the row's triggers do not fire and no
+    /// constraint is checked (the caller owns the row's meaning). The table must be open with
+    /// `RowExclusiveLock` and the row locked by this transaction ([`Found::lock`]). Index
+    /// entries are made when the new version needs them; the command counter moves on, so
+    /// later statements and later rows of this statement see the new version.
+    pub fn update(&self, held: &Held, changes: &[(i32, Option<Datum>)]) -> Result<()> {
+        let mut cols: Vec<i32> = changes.iter().map(|c| c.0).collect();
+        let mut values: Vec<Datum> = changes
+            .iter()
+            .map(|c| c.1.unwrap_or(Datum::from(0usize)))
+            .collect();
+        let mut nulls: Vec<bool> = changes.iter().map(|c| c.1.is_none()).collect();
+        // SAFETY: held is a copy of the locked latest version of a row of this relation (its
+        // t_self is that version's place); the columns were resolved against the relation's
+        // descriptor and the values are datums of their types (the caller's). The executor
+        // state, result relation and slot for the index entries are made and freed here.
+        unsafe {
+            let desc = (*self.rel).rd_att;
+            let new = pg_sys::heap_modify_tuple_by_cols(
+                held.tuple,
+                desc,
+                cols.len() as i32,
+                cols.as_mut_ptr(),
+                values.as_mut_ptr(),
+                nulls.as_mut_ptr(),
+            );
+            let mut otid = (*held.tuple).t_self;
+            if crate::pg::compat::simple_heap_update(self.rel, &mut otid, new) {
+                let estate = pg_sys::CreateExecutorState();
+                let rri = pg_sys::palloc0(std::mem::size_of::<pg_sys::ResultRelInfo>())
+                    as *mut pg_sys::ResultRelInfo;
+                pg_sys::InitResultRelInfo(rri, self.rel, 1, std::ptr::null_mut(), 0);
+                pg_sys::ExecOpenIndices(rri, false);
+                let slot = pg_sys::MakeSingleTupleTableSlot(desc, &pg_sys::TTSOpsHeapTuple);
+                pg_sys::ExecStoreHeapTuple(new, slot, false);
+                crate::pg::compat::insert_index_entries(rri, slot, estate);
+                pg_sys::ExecDropSingleTupleTableSlot(slot);
+                pg_sys::ExecCloseIndices(rri);
+                pg_sys::FreeExecutorState(estate);
+            }
+            pg_sys::CommandCounterIncrement();
+        }
+        Ok(())
     }
 }
 
@@ -289,6 +360,15 @@ impl Found<'_> {
                 pg_sys::slot_getsomeattrs_int(self.slot, col);
             }
             (!*(*self.slot).tts_isnull.add(n - 1)).then(|| *(*self.slot).tts_values.add(n - 1))
+        }
+    }
+
+    /// A copy of the row as the slot holds it (after [`lock`](Self::lock): its latest
+    /// version), to update it later.
+    pub fn hold(&self) -> Held {
+        // SAFETY: the slot holds a row; the copy is palloc'd in the current memory context.
+        Held {
+            tuple: unsafe { pg_sys::ExecCopySlotHeapTuple(self.slot) },
         }
     }
 

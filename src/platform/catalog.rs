@@ -20,15 +20,16 @@
 //! and then sees it. Changes are rare and decisions are not, so the changes pay for the
 //! ordering. A new tool needs no ordering: until it commits, a call to it is refused as unknown.
 
-use crate::pg::datum::{Timestamp, Uuid};
+use crate::pg::datum::{Bytea, Timestamp, Uuid};
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
 use crate::pg::fmgr::external_id;
-use crate::pg::heap::{RowLock, Table, Tid};
+use crate::pg::heap::{Held, RowLock, Table, Tid};
 use crate::pg::local::BackendLocal;
 use crate::pg::trigger::{col, platform_schema, Columns, Op, Spec, Timing, Trigger};
 use crate::sql_function;
 use crate::types::datum::ScopeBuf;
 use pg_labels_core::barrier::Summary;
+use pg_labels_core::chain;
 use pg_labels_core::labelset::{self, LabelSet};
 use pg_labels_core::rules::Effect;
 use pg_labels_core::LabelSet as LabelSetCol;
@@ -182,6 +183,54 @@ impl RunLabels {
 pub struct LockedRun {
     pub scope: Vec<u8>,
     pub labels: Rc<RunLabels>,
+    /// Its hash chain (`None` for a table of release 0.1.0 until ALTER EXTENSION UPDATE).
+    pub chain: Option<ChainState>,
+    table: Table,
+    held: Held,
+    labels_column: i32,
+}
+
+/// Where a run's hash chain stands: its head, its length and the digest of its labels.
+pub struct ChainState {
+    pub head: chain::Hash,
+    pub length: i64,
+    pub labels: chain::Hash,
+    columns: [i32; 3],
+}
+
+/// A run's chain columns.
+static CHAIN_COLUMNS: Columns<3> = Columns::new([
+    col::<Bytea>(c"chain_head"),
+    col::<i64>(c"chain_length"),
+    col::<Bytea>(c"chain_labels"),
+]);
+
+impl LockedRun {
+    /// Move the run's chain on to a step's hash and the labels digest after it, and, when the
+    /// step brought new labels, write what the run carries now (`carried`).
+    pub fn advance(
+        &self,
+        head: &chain::Hash,
+        digest: &chain::Hash,
+        carried: Option<&[u8]>,
+    ) -> Result<()> {
+        let Some(c) = &self.chain else {
+            return Ok(());
+        };
+        let [c_head, c_length, c_digest] = c.columns;
+        let mut changes = vec![
+            (c_head, Some(crate::pg::datum::bytea_datum(head)?)),
+            (c_length, Some(Datum::from(c.length + 1))),
+            (c_digest, Some(crate::pg::datum::bytea_datum(digest)?)),
+        ];
+        if let Some(labels) = carried {
+            changes.push((
+                self.labels_column,
+                Some(crate::types::datum::labelset_datum(labels)?),
+            ));
+        }
+        self.table.update(&self.held, &changes)
+    }
 }
 
 /// Decoded labels of runs that keep them out of line: ((TOAST relation, value id), run, scope).
@@ -194,8 +243,10 @@ const BIG_RUNS_KEPT: usize = 4;
 /// waiting for concurrent writers and following their updates to the latest version.
 /// `None` when there is no such run.
 pub fn lock_run(namespace: Oid, run: &Uuid) -> Result<Option<LockedRun>> {
-    let (rel, pkey) = open(namespace, c"runs", pg_sys::RowShareLock)?;
+    // a step moves the run's chain on: the run row is written
+    let (rel, pkey) = open(namespace, c"runs", pg_sys::RowExclusiveLock)?;
     let [c_id, c_scope, c_labels] = rel.columns(&RUN_COLUMNS)?;
+    let chain_columns = rel.columns(&CHAIN_COLUMNS).ok();
     // where the run was found last time: kept while no invalidation of a relation arrived
     // (a table rewritten has new places) and for this table only
     let generation = crate::pg::inval::generation();
@@ -214,45 +265,62 @@ pub fn lock_run(namespace: Oid, run: &Uuid) -> Result<Option<LockedRun>> {
         &mut hint,
         |found| Ok(found.get::<Uuid>(c_id)?.as_ref() == Some(run)),
         |found| {
-        found.lock(RowLock::NoKeyUpdate, "run")?;
-        let scope = found
-            .get::<ScopeBuf>(c_scope)?
-            .ok_or_else(|| Error::corrupt("scope"))?
-            .0;
-        let raw = found.raw(c_labels);
-        // SAFETY: the labels column is a labelset (a varlena), checked by RUN_COLUMNS.
-        let id = raw.and_then(|d| unsafe { external_id(d.cast_mut_ptr()) });
-        let labels = match id {
-            Some(id) => match BIG_RUNS.with(|c| {
-                c.iter()
-                    .find(|(k, r, s, _)| *k == id && r == run && *s == scope)
-                    .map(|e| e.3.clone())
-            }) {
-                Some(hit) => hit,
+            found.lock(RowLock::NoKeyUpdate, "run")?;
+            let scope = found
+                .get::<ScopeBuf>(c_scope)?
+                .ok_or_else(|| Error::corrupt("scope"))?
+                .0;
+            let raw = found.raw(c_labels);
+            // SAFETY: the labels column is a labelset (a varlena), checked by RUN_COLUMNS.
+            let id = raw.and_then(|d| unsafe { external_id(d.cast_mut_ptr()) });
+            let labels = match id {
+                Some(id) => match BIG_RUNS.with(|c| {
+                    c.iter()
+                        .find(|(k, r, s, _)| *k == id && r == run && *s == scope)
+                        .map(|e| e.3.clone())
+                }) {
+                    Some(hit) => hit,
+                    None => {
+                        let body = found
+                            .get::<LabelSetCol<'_>>(c_labels)?
+                            .map(|l| l.body().to_vec())
+                            .unwrap_or_default();
+                        let decoded = Rc::new(RunLabels::new(body, &scope));
+                        BIG_RUNS.with(|c| {
+                            if c.len() >= BIG_RUNS_KEPT {
+                                c.remove(0);
+                            }
+                            c.push((id, *run, scope.clone(), decoded.clone()));
+                        });
+                        decoded
+                    }
+                },
                 None => {
                     let body = found
                         .get::<LabelSetCol<'_>>(c_labels)?
                         .map(|l| l.body().to_vec())
                         .unwrap_or_default();
-                    let decoded = Rc::new(RunLabels::new(body, &scope));
-                    BIG_RUNS.with(|c| {
-                        if c.len() >= BIG_RUNS_KEPT {
-                            c.remove(0);
-                        }
-                        c.push((id, *run, scope.clone(), decoded.clone()));
-                    });
-                    decoded
+                    Rc::new(RunLabels::new(body, &scope))
                 }
-            },
-            None => {
-                let body = found
-                    .get::<LabelSetCol<'_>>(c_labels)?
-                    .map(|l| l.body().to_vec())
-                    .unwrap_or_default();
-                Rc::new(RunLabels::new(body, &scope))
-            }
-        };
-        Ok(LockedRun { scope, labels })
+            };
+            let chain = match chain_columns {
+                Some(columns) => {
+                    let hash = |c: i32| -> Result<chain::Hash> {
+                        found
+                            .get::<Bytea>(c)?
+                            .and_then(|b| b.0.try_into().ok())
+                            .ok_or_else(|| unchained(run))
+                    };
+                    Some(ChainState {
+                        head: hash(columns[0])?,
+                        length: found.get::<i64>(columns[1])?.unwrap_or_default(),
+                        labels: hash(columns[2])?,
+                        columns,
+                    })
+                }
+                None => None,
+            };
+            Ok((scope, labels, chain, found.hold()))
         },
     )?;
     if let Some(place) = hint {
@@ -263,7 +331,24 @@ pub fn lock_run(namespace: Oid, run: &Uuid) -> Result<Option<LockedRun>> {
             p.places.insert(*run, place);
         });
     }
-    Ok(result)
+    Ok(result.map(|(scope, labels, chain, held)| LockedRun {
+        scope,
+        labels,
+        chain,
+        table: rel,
+        held,
+        labels_column: c_labels,
+    }))
+}
+
+/// A run whose row holds no hash chain: written around the triggers.
+fn unchained(run: &Uuid) -> Error {
+    Error::new(
+        NOT_IN_PREREQUISITE_STATE,
+        format!("run {run} has no hash chain"),
+    )
+    .detail("Its row was written without the database's triggers (in replica mode, or loaded from a release without chains), so its steps cannot be chained.")
+    .hint("pg_labels.verify(run) reports it; open a new run for new steps.")
 }
 
 /// Where runs were found (see [`lock_run`]).

@@ -10,6 +10,7 @@
 pub mod approvals;
 pub mod catalog;
 pub mod crossings;
+pub mod ledger;
 pub mod publication;
 pub mod removal;
 pub mod retention;

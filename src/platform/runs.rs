@@ -3,7 +3,7 @@
 //! writes the scope, agent and initial labels it returns (the run's own scope label joins its
 //! labels). The run's id may be the service's; its opening time is the database's.
 
-use crate::pg::datum::{text_datum, Timestamp, Uuid};
+use crate::pg::datum::{bytea_datum, text_datum, Bytea, Timestamp, Uuid};
 use crate::pg::error::Result;
 use crate::pg::fmgr::Call;
 use crate::pg::spi::{as_owner, with_spi, SavedPlan};
@@ -12,6 +12,7 @@ use crate::platform::catalog::{refuse_given, trail_time};
 use crate::sql_function;
 use crate::types::datum::{labelset_datum, scope_datum, LabelSetBuf, ScopeBuf};
 use pg_labels_core::barrier::{self, ListenerFacts, Opening, VersionFacts};
+use pg_labels_core::chain;
 use pg_labels_core::refusal;
 use pg_labels_core::LabelSet;
 use pgrx::pg_sys::{self, Datum};
@@ -155,5 +156,50 @@ fn runs_open(call: &Call<'_>) -> Result<Datum> {
     if let Some(a) = &opened.agent_filled {
         changes.push((c_agent, Some(text_datum(a)?)));
     }
+    // the run's chain starts from how it was opened (a table of release 0.1.0, until ALTER
+    // EXTENSION UPDATE, has no chain)
+    if let Ok([c_opened_labels, c_head, c_length, c_chain_labels]) = CHAIN.of(&row) {
+        for (c, name) in [
+            (c_opened_labels, "opened_labels"),
+            (c_head, "chain_head"),
+            (c_length, "chain_length"),
+            (c_chain_labels, "chain_labels"),
+        ] {
+            if row.datum(c).is_some() {
+                return Err(refuse_given(
+                    "runs",
+                    name,
+                    "the start of the run's hash chain",
+                ));
+            }
+        }
+        let id = row.get::<Uuid>(c_id)?.unwrap_or_default();
+        let set = LabelSet::from_canonical(&opened.labels);
+        let scope_text = pg_labels_core::scope::to_text(&opened.scope);
+        let genesis = chain::genesis(&chain::RunOpening {
+            id: id.0,
+            agent: opened.agent_filled.as_deref().or(given_agent.as_deref()),
+            agent_version: row.get::<i32>(c_version)?.map(i64::from),
+            scope: &scope_text,
+            labels: set,
+            listener_id: row.get::<i64>(c_listener)?,
+            opened_at: trail_time().0,
+        });
+        changes.push((c_opened_labels, Some(labelset_datum(&opened.labels)?)));
+        changes.push((c_head, Some(bytea_datum(&genesis)?)));
+        changes.push((c_length, Some(Datum::from(0i64))));
+        changes.push((
+            c_chain_labels,
+            Some(bytea_datum(&chain::labels_digest(set))?),
+        ));
+    }
     Ok(row.modified(&changes))
 }
+
+/// The run's hash chain: how it was opened, its head, length and labels digest.
+static CHAIN: Columns<4> = Columns::new([
+    col::<LabelSetBuf>(c"opened_labels"),
+    col::<Bytea>(c"chain_head"),
+    col::<i64>(c"chain_length"),
+    col::<Bytea>(c"chain_labels"),
+]);

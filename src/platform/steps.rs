@@ -10,7 +10,7 @@
 //!    with what the database fills in (id, actor, decision, rule, reason, the approval, share
 //!    and crossings used). A refused tool call raises its rule's error instead.
 
-use crate::pg::datum::{Jsonb, Timestamp, Uuid};
+use crate::pg::datum::{bytea_datum, Bytea, Jsonb, Timestamp, Uuid};
 use crate::pg::error::{Error, Result};
 use crate::pg::fmgr::Call;
 use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
@@ -22,6 +22,7 @@ use crate::platform::state::DECIDING;
 use crate::sql_function;
 use crate::types::datum::{labelset_datum, LabelSetBuf};
 use pg_labels_core::barrier::{self, Summary, ToolFacts, Verdict};
+use pg_labels_core::chain;
 use pg_labels_core::crossing::{self, Owned};
 use pg_labels_core::refusal;
 use pg_labels_core::rules::Decision;
@@ -61,6 +62,9 @@ static COLUMNS: Columns<17> = Columns::new([
 /// The ring slot (a table of release 0.1.0, until ALTER EXTENSION UPDATE, has none).
 static SLOT: Columns<1> = Columns::new([col::<i16>(c"slot")]);
 
+/// The step's place in its run's hash chain (none either, in release 0.1.0).
+static CHAIN: Columns<2> = Columns::new([col::<Bytea>(c"prev_hash"), col::<Bytea>(c"hash")]);
+
 /// The columns of a step, by name.
 struct Cols {
     id: i32,
@@ -81,6 +85,7 @@ struct Cols {
     crossings: i32,
     created_at: i32,
     slot: Option<i32>,
+    chain: Option<[i32; 2]>,
 }
 
 impl Cols {
@@ -88,6 +93,7 @@ impl Cols {
         let [id, run, kind, tool, labels, args, decision, rule, reason, request, actor, origin_run, artifact, digest, share, crossings, created_at] =
             COLUMNS.of(row)?;
         let slot = SLOT.of(row).ok().map(|[s]| s);
+        let chain = CHAIN.of(row).ok();
         Ok(Cols {
             id,
             run,
@@ -107,6 +113,7 @@ impl Cols {
             crossings,
             created_at,
             slot,
+            chain,
         })
     }
 
@@ -191,6 +198,17 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
                 "slot",
                 "the month of the step's time",
             ));
+        }
+    }
+    if let Some(chain) = c.chain {
+        for (col, name) in chain.iter().zip(["prev_hash", "hash"]) {
+            if row.datum(*col).is_some() {
+                return Err(refuse_given(
+                    "steps",
+                    name,
+                    "the step's place in its run's hash chain",
+                ));
+            }
         }
     }
     // Who writes the step. An approval decision is written by pg_labels.decide_approval()
@@ -308,23 +326,6 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
     }
 
     // ---- write ----
-    // Labels accumulate: the run now carries what this step brought.
-    if grows {
-        let carried = run.labels.set().union(own_set);
-        as_owner(owner, || {
-            with_spi(|spi| {
-                GROW_LABELS
-                    .execute(
-                        spi,
-                        &[pg_sys::UUIDOID, labelset_type(&row, c.labels)],
-                        &[Some(run_id.datum()), Some(labelset_datum(&carried)?)],
-                        false,
-                        0,
-                    )
-                    .map(|rows| rows.len())
-            })
-        })?;
-    }
     // The id, taken under the run's lock: ids follow the order in which a run's steps were
     // decided.
     let mut changes: Vec<(i32, Option<Datum>)> =
@@ -373,6 +374,83 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
         if kind == Kind::ToolCalled {
             changes.push((c.request, v.approval.map(Datum::from)));
         }
+    }
+    // Labels accumulate: the run now carries what this step brought. The chain: the step's
+    // hash links its content to its run's head, which moves on to it. Both are one write of
+    // the run's row, the version this step locked.
+    let carried = grows.then(|| run.labels.set().union(own_set));
+    if let (Some([c_prev, c_hash]), Some(state)) = (c.chain, &run.chain) {
+        let id = match changes.iter().find(|(col, _)| *col == c.id) {
+            Some((_, Some(d))) => d.value() as i64,
+            _ => row.get::<i64>(c.id)?.unwrap_or_default(),
+        };
+        let text = |col: i32| -> Result<Option<&str>> {
+            match changes.iter().find(|(c2, _)| *c2 == col) {
+                // SAFETY: the trigger's own text datums, made above.
+                Some((_, Some(d))) => unsafe {
+                    crate::pg::datum::read::<&str>(Some(*d), pg_sys::TEXTOID, || String::new())
+                },
+                Some((_, None)) => Ok(None),
+                None => row.get::<&str>(col),
+            }
+        };
+        let int = |col: i32| -> Result<Option<i64>> {
+            match changes.iter().find(|(c2, _)| *c2 == col) {
+                Some((_, d)) => Ok(d.map(|d| d.value() as i64)),
+                None => row.get::<i64>(col),
+            }
+        };
+        let args = row.get::<Jsonb>(c.args)?.map(|a| a.text());
+        let crossing_ids: Option<Vec<i64>> = if crossings_used.is_empty() {
+            row.get::<Vec<i64>>(c.crossings)?
+        } else {
+            Some(crossings_used.to_vec())
+        };
+        let scope = pg_labels_core::scope::to_text(&run.scope);
+        let labels_after = chain::labels_next(&state.labels, own_set);
+        let leaf = chain::leaf(&chain::StepContent {
+            id,
+            run_id: run_id.0,
+            kind: kind.name(),
+            tool,
+            labels: own_set,
+            args: args.as_deref(),
+            decision: text(c.decision)?,
+            rule: text(c.rule)?,
+            reason: text(c.reason)?,
+            request_id: int(c.request)?,
+            origin_run: match &read {
+                Some(r) => Some(r.origin_run.0),
+                None => row.get::<Uuid>(c.origin_run)?.map(|u| u.0),
+            },
+            artifact_id: row.get::<Uuid>(c.artifact)?.map(|u| u.0),
+            digest: text(c.digest)?,
+            share_id: int(c.share)?,
+            crossing_ids: crossing_ids.as_deref(),
+            actor: &actor,
+            created_at: now.0,
+            scope: &scope,
+            labels_after,
+        });
+        let hash = chain::link(&state.head, &leaf);
+        run.advance(&hash, &labels_after, carried.as_deref())?;
+        changes.push((c_prev, Some(bytea_datum(&state.head)?)));
+        changes.push((c_hash, Some(bytea_datum(&hash)?)));
+    } else if let Some(carried) = &carried {
+        // a table of release 0.1.0 (no chain), until ALTER EXTENSION UPDATE
+        as_owner(owner, || {
+            with_spi(|spi| {
+                GROW_LABELS
+                    .execute(
+                        spi,
+                        &[pg_sys::UUIDOID, labelset_type(&row, c.labels)],
+                        &[Some(run_id.datum()), Some(labelset_datum(carried)?)],
+                        false,
+                        0,
+                    )
+                    .map(|rows| rows.len())
+            })
+        })?;
     }
     Ok(row.modified(&changes))
 }

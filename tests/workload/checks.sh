@@ -17,8 +17,9 @@ SQL
 # What the DBA's data is, whatever the release: every row of every table of the schema
 # (sorted; the 0.2.0 ring slot aside, which is the month of created_at), the sequences, and
 # the privileges granted on tables, views, sequences and functions. $@: psql connection options.
+# SNAPSHOT_DROP: the row keys left out (a text[] literal; the ring slot by default).
 data_snapshot() {
-    q "$@" -At <<'SQL'
+    q -v drop="${SNAPSHOT_DROP:-"{slot}"}" "$@" -At <<'SQL'
 SELECT format('sequence %s %s', c.relname, s.last_value)
   FROM pg_class c, LATERAL (SELECT * FROM pg_sequences WHERE schemaname = 'pg_labels' AND sequencename = c.relname) s
  WHERE c.relnamespace = 'pg_labels'::regnamespace AND c.relkind = 'S' ORDER BY 1;
@@ -28,8 +29,8 @@ SELECT format('acl %s %s', p.oid::regprocedure, p.proacl) FROM pg_proc p
  WHERE p.pronamespace = 'pg_labels'::regnamespace AND p.proacl IS NOT NULL ORDER BY 1;
 SELECT format('rows %s: %s', c.relname, x.rows) FROM pg_class c,
   LATERAL (SELECT (xpath('/row/r/text()', query_to_xml(format(
-    'SELECT coalesce(string_agg((to_jsonb(t) - %L)::text, %L ORDER BY (to_jsonb(t) - %L)::text), %L) AS r FROM pg_labels.%I t',
-    'slot', E'\n', 'slot', '', c.relname), false, true, '')))[1]::text AS rows) x
+    'SELECT coalesce(string_agg((to_jsonb(t) - %L::text[])::text, %L ORDER BY (to_jsonb(t) - %L::text[])::text), %L) AS r FROM pg_labels.%I t',
+    :'drop', E'\n', :'drop', '', c.relname), false, true, '')))[1]::text AS rows) x
  WHERE c.relnamespace = 'pg_labels'::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition
  ORDER BY c.relname;
 SQL
@@ -79,4 +80,8 @@ enforced() {
         -c "SELECT pg_labels.enter_scope('acme/ops', true) IS NOT NULL" \
         -c "SELECT count(*) FROM pg_labels.runs" -c "SELECT count(*) > 0 FROM pg_labels.trail" | tr '\n' ' ')
     [ "$out" = "0 t 1 t " ] || fail "the analyst's grant does not work as before: $out"
+    # every run's hash chain holds, the steps just written included
+    out=$(q "$@" -At -c "SET client_min_messages = warning" \
+        -c "SELECT count(*) FROM pg_labels.runs" -c "SELECT count(*) FROM pg_labels.verify_all()" | tr '\n' ' ')
+    [[ "$out" =~ ^[1-9][0-9]*\ 0\ $ ]] || fail "the hash chains do not hold (runs, broken): $out"
 }

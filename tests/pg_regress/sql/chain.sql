@@ -1,0 +1,102 @@
+-- The trail's hash chains (README "Proving the trail"): every step is chained to its run's
+-- previous one; verify() checks a run, verify_all() every run, ledger_digest() takes a root to
+-- keep outside the database, verify_digest() proves today's trail extends it, prove() gives
+-- an inclusion proof for the offline verifier. A superuser in replica mode (triggers off) then
+-- tampers with the trail in each way the chain must show.
+SET client_min_messages = warning;
+INSERT INTO pg_labels.tools (name, effect) VALUES ('chain.read', 'read') ON CONFLICT DO NOTHING;
+RESET client_min_messages;
+
+-- five runs of four steps each, one of them growing its labels
+INSERT INTO pg_labels.runs (id, scope)
+SELECT ('c0000000-0000-0000-0000-00000000000' || r)::uuid, 'acme/platform' FROM generate_series(1, 5) r;
+INSERT INTO pg_labels.steps (run_id, kind, labels)
+SELECT ('c0000000-0000-0000-0000-00000000000' || r)::uuid, 'input', '{origin:slack}' FROM generate_series(1, 5) r;
+INSERT INTO pg_labels.steps (run_id, kind, tool, args)
+SELECT ('c0000000-0000-0000-0000-00000000000' || r)::uuid, 'tool_called', 'chain.read', jsonb_build_object('n', r)
+  FROM generate_series(1, 5) r;
+-- (ids skip a hundred here: room for a forged step between two of a run's steps)
+SELECT setval('pg_labels.steps_id_seq', (SELECT last_value + 100 FROM pg_labels.steps_id_seq)) IS NOT NULL AS skipped;
+INSERT INTO pg_labels.steps (run_id, kind, tool, labels)
+SELECT ('c0000000-0000-0000-0000-00000000000' || r)::uuid, 'tool_result', 'chain.read', '{tag:result}'
+  FROM generate_series(1, 5) r;
+INSERT INTO pg_labels.steps (run_id, kind, tool)
+SELECT ('c0000000-0000-0000-0000-00000000000' || r)::uuid, 'gate_decided', 'chain.read' FROM generate_series(1, 5) r;
+
+-- the database fills the chain: every step links to the one before it, the run keeps the head
+SELECT r.id, r.chain_length, length(r.chain_head) AS head_bytes,
+       r.chain_head = (SELECT s.hash FROM pg_labels.steps s WHERE s.run_id = r.id ORDER BY s.id DESC LIMIT 1) AS head_is_last
+  FROM pg_labels.runs r WHERE r.id::text LIKE 'c0000000%' ORDER BY r.id;
+SELECT count(*) AS linked FROM pg_labels.steps s
+ WHERE s.run_id::text LIKE 'c0000000%'
+   AND s.prev_hash = coalesce((SELECT p.hash FROM pg_labels.steps p WHERE p.run_id = s.run_id AND p.id < s.id ORDER BY p.id DESC LIMIT 1),
+                              (SELECT (SELECT hash FROM pg_labels.steps x WHERE false)));
+SELECT * FROM pg_labels.verify('c0000000-0000-0000-0000-000000000001');
+SELECT count(*) AS broken FROM pg_labels.verify_all() WHERE run::text LIKE 'c0000000%';
+
+-- a writer cannot bring its own chain
+INSERT INTO pg_labels.steps (run_id, kind, hash) VALUES ('c0000000-0000-0000-0000-000000000001', 'input', '\x00');
+INSERT INTO pg_labels.runs (scope, chain_head) VALUES ('acme', '\x00');
+
+-- a digest of the ledger as it stands, kept "outside" (in a psql variable)
+SELECT pg_labels.ledger_digest() AS digest \gset
+SELECT (:'digest'::jsonb) ?& array['version', 'id', 'taken_at', 'runs', 'steps', 'root'] AS complete;
+SELECT * FROM pg_labels.verify_digest(:'digest') WHERE NOT holds OR detail NOT LIKE 'today''s trail extends digest%';
+SELECT holds FROM pg_labels.verify_digest(:'digest');
+-- the trail may grow after the digest: it still extends it
+INSERT INTO pg_labels.steps (run_id, kind) VALUES ('c0000000-0000-0000-0000-000000000001', 'planned');
+SELECT holds FROM pg_labels.verify_digest(:'digest');
+-- an inclusion proof of a step, for the offline verifier
+SELECT pg_labels.prove((SELECT min(id) FROM pg_labels.steps WHERE run_id = 'c0000000-0000-0000-0000-000000000002'), :'digest') AS proof \gset
+SELECT (:'proof'::jsonb) -> 'step' ->> 'kind' AS kind, jsonb_array_length((:'proof'::jsonb) -> 'later') AS later,
+       (:'proof'::jsonb) -> 'ledger' ->> 'root' = (:'digest'::jsonb) ->> 'root' AS same_root;
+-- checked offline by pg_labels_verify (built by scripts/test.sh; no database), as it is and
+-- with the step's labels changed
+\getenv scratch PG_LABELS_SCRATCH
+\set proof_file :scratch '/proof.json'
+\o :proof_file
+\qecho :proof
+\o
+\! "$PG_LABELS_VERIFY" verify "$PG_LABELS_SCRATCH/proof.json" | cut -d';' -f1
+\! sed 's/{origin:slack}/{}/' "$PG_LABELS_SCRATCH/proof.json" | "$PG_LABELS_VERIFY" verify - | cut -c1-60
+
+-- tampering, as a superuser with the triggers off
+SET session_replication_role = replica;
+-- run 1: a step's labels edited
+UPDATE pg_labels.steps SET labels = '{}' WHERE run_id = 'c0000000-0000-0000-0000-000000000001' AND kind = 'input';
+-- run 2: a step in the middle deleted
+DELETE FROM pg_labels.steps WHERE run_id = 'c0000000-0000-0000-0000-000000000002' AND kind = 'tool_called';
+-- run 3: the run's last step deleted
+DELETE FROM pg_labels.steps WHERE run_id = 'c0000000-0000-0000-0000-000000000003' AND kind = 'gate_decided';
+-- run 4: a forged step inserted between two others, with a plausible chain
+INSERT INTO pg_labels.steps (id, run_id, kind, tool, labels, actor, created_at, slot, prev_hash, hash)
+SELECT s.id + 50, s.run_id, 'tool_called', 'chain.read', '{}', s.actor, s.created_at, s.slot, s.hash, sha256(s.hash)
+  FROM pg_labels.steps s WHERE s.run_id = 'c0000000-0000-0000-0000-000000000004' AND s.kind = 'tool_called';
+-- run 5: two steps' ids exchanged
+UPDATE pg_labels.steps SET id = -id WHERE run_id = 'c0000000-0000-0000-0000-000000000005' AND kind IN ('tool_called', 'tool_result');
+UPDATE pg_labels.steps s SET id = (SELECT -min(o.id) FROM pg_labels.steps o WHERE o.run_id = s.run_id AND o.id < 0 AND o.id <> s.id)
+ WHERE s.run_id = 'c0000000-0000-0000-0000-000000000005' AND s.id < 0;
+RESET session_replication_role;
+
+SELECT v.* FROM generate_series(1, 5) r, pg_labels.verify(('c0000000-0000-0000-0000-00000000000' || r)::uuid) v;
+SELECT regexp_replace(run::text, '^c0+', 'c…') AS run, how, detail ~ 'step [0-9]+' AS names_step
+  FROM pg_labels.verify_all() WHERE run::text LIKE 'c0000000%' ORDER BY run;
+SELECT holds, regexp_replace(run::text, '^c0+', 'c…') AS run, regexp_replace(detail, '[0-9]{3,}', 'N', 'g') AS detail
+  FROM pg_labels.verify_digest(:'digest') ORDER BY run;
+
+-- a whole run removed, and the digest's record in the database changed: both show
+SET session_replication_role = replica;
+DELETE FROM pg_labels.steps WHERE run_id = 'c0000000-0000-0000-0000-000000000005';
+DELETE FROM pg_labels.runs WHERE id = 'c0000000-0000-0000-0000-000000000005';
+UPDATE pg_labels.digests SET marks = substr(marks, 57) WHERE id = (:'digest'::jsonb ->> 'id')::bigint;
+RESET session_replication_role;
+SELECT holds, regexp_replace(run::text, '^c0+', 'c…') AS run, regexp_replace(detail, '[0-9]{3,}', 'N', 'g') AS detail
+  FROM pg_labels.verify_digest(:'digest') WHERE run IS NULL OR run::text LIKE '%5' ORDER BY run;
+-- a digest that is not one
+SELECT * FROM pg_labels.verify_digest('{"version": 1}');
+SELECT * FROM pg_labels.verify_digest('{"version": 1, "id": 999, "root": "00"}');
+SELECT * FROM pg_labels.verify_digest('{"version": 1, "id": 999, "root": "0000000000000000000000000000000000000000000000000000000000000000"}');
+-- the functions of the ledger are the DBA's: not EXECUTE to PUBLIC
+SELECT p.proname, has_function_privilege('public', p.oid, 'EXECUTE') AS public_execute
+  FROM pg_proc p WHERE p.pronamespace = 'pg_labels'::regnamespace
+   AND p.proname IN ('verify', 'verify_all', 'ledger_digest', 'verify_digest', 'prove') ORDER BY 1;
