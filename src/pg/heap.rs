@@ -193,12 +193,23 @@ impl Table {
             );
             let scan = crate::pg::compat::index_beginscan(self.rel, idx, snapshot, 1, 0);
             pg_sys::index_rescan(scan, &mut skey, 1, std::ptr::null_mut(), 0);
-            let hit =
-                pg_sys::index_getnext_slot(scan, pg_sys::ScanDirection::ForwardScanDirection, slot);
-            let place = (*scan).xs_heaptid;
+            // index_getnext_slot, keeping the place the entry points at (the start of the
+            // row's chain of versions: the fetch moves xs_heaptid to the version it found,
+            // which a later update of the row leaves behind)
+            let place = loop {
+                let tid =
+                    pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
+                if tid.is_null() {
+                    break None;
+                }
+                let root = *tid;
+                if pg_sys::index_fetch_heap(scan, slot) {
+                    break Some(root);
+                }
+            };
             pg_sys::index_endscan(scan);
             pg_sys::index_close(idx, pg_sys::NoLock as i32);
-            hit.then_some(place)
+            place
         }
     }
 
