@@ -125,12 +125,14 @@ pub fn labels_digest(set: LabelSet<'_>) -> Hash {
     e.finish()
 }
 
-/// The digest of what a run carries after a step: the digest before it and the labels the
-/// step brought. What a run carries is the union of its opening labels and every step's
-/// labels, so this running digest stands for it, at a cost that does not grow with the run.
-pub fn labels_next(before: &Hash, step: LabelSet<'_>) -> Hash {
+/// The digest of what a run carries after a step: the hash the step is chained to and the
+/// labels the step brought. What a run carries is the union of its opening labels and every
+/// step's labels; the hash before the step stands for the opening and every earlier step, so
+/// this digest stands for the union, at a cost that does not grow with the run, and is found
+/// again from the step's own row (a chain cut by a purge needs nothing more).
+pub fn labels_next(prev: &Hash, step: LabelSet<'_>) -> Hash {
     let mut e = Encoder::new(LABELS_DOMAIN);
-    e.bytes(Some(before)).labels(Some(step));
+    e.bytes(Some(prev)).labels(Some(step));
     e.finish()
 }
 

@@ -190,38 +190,28 @@ pub struct LockedRun {
     labels_column: i32,
 }
 
-/// Where a run's hash chain stands: its head, its length and the digest of its labels.
+/// Where a run's hash chain stands: its head and its length.
 pub struct ChainState {
     pub head: chain::Hash,
     pub length: i64,
-    pub labels: chain::Hash,
-    columns: [i32; 3],
+    columns: [i32; 2],
 }
 
 /// A run's chain columns.
-static CHAIN_COLUMNS: Columns<3> = Columns::new([
-    col::<Bytea>(c"chain_head"),
-    col::<i64>(c"chain_length"),
-    col::<Bytea>(c"chain_labels"),
-]);
+static CHAIN_COLUMNS: Columns<2> =
+    Columns::new([col::<Bytea>(c"chain_head"), col::<i64>(c"chain_length")]);
 
 impl LockedRun {
-    /// Move the run's chain on to a step's hash and the labels digest after it, and, when the
-    /// step brought new labels, write what the run carries now (`carried`).
-    pub fn advance(
-        &self,
-        head: &chain::Hash,
-        digest: &chain::Hash,
-        carried: Option<&[u8]>,
-    ) -> Result<()> {
+    /// Move the run's chain on to a step's hash, and, when the step brought new labels, write
+    /// what the run carries now (`carried`).
+    pub fn advance(&self, head: &chain::Hash, carried: Option<&[u8]>) -> Result<()> {
         let Some(c) = &self.chain else {
             return Ok(());
         };
-        let [c_head, c_length, c_digest] = c.columns;
+        let [c_head, c_length] = c.columns;
         let mut changes = vec![
             (c_head, Some(crate::pg::datum::bytea_datum(head)?)),
             (c_length, Some(Datum::from(c.length + 1))),
-            (c_digest, Some(crate::pg::datum::bytea_datum(digest)?)),
         ];
         if let Some(labels) = carried {
             changes.push((
@@ -314,7 +304,6 @@ pub fn lock_run(namespace: Oid, run: &Uuid) -> Result<Option<LockedRun>> {
                     Some(ChainState {
                         head: hash(columns[0])?,
                         length: found.get::<i64>(columns[1])?.unwrap_or_default(),
-                        labels: hash(columns[2])?,
                         columns,
                     })
                 }

@@ -34,23 +34,25 @@ struct RunRow {
     opened_at: i64,
     head: Option<Hash>,
     length: Option<i64>,
-    chain_labels: Option<Hash>,
+    /// Where the chain continues from after a purge, and how many steps it removed.
+    cut: Option<Hash>,
+    cut_length: i64,
     labels: Vec<u8>,
 }
 
 static RUN: SavedPlan = SavedPlan::new(
     c"SELECT id, agent, agent_version, scope, opened_labels, listener_id, opened_at,
-             chain_head, chain_length, chain_labels, labels
+             chain_head, chain_length, chain_cut, chain_cut_length, labels
         FROM pg_labels.runs WHERE id = $1",
 );
 static RUNS_FIRST: SavedPlan = SavedPlan::new(
     c"SELECT id, agent, agent_version, scope, opened_labels, listener_id, opened_at,
-             chain_head, chain_length, chain_labels, labels
+             chain_head, chain_length, chain_cut, chain_cut_length, labels
         FROM pg_labels.runs ORDER BY id LIMIT 1000",
 );
 static RUNS_NEXT: SavedPlan = SavedPlan::new(
     c"SELECT id, agent, agent_version, scope, opened_labels, listener_id, opened_at,
-             chain_head, chain_length, chain_labels, labels
+             chain_head, chain_length, chain_cut, chain_cut_length, labels
         FROM pg_labels.runs WHERE id > $1 ORDER BY id LIMIT 1000",
 );
 
@@ -103,8 +105,9 @@ fn read_runs(rows: &crate::pg::spi::Rows<'_>) -> Result<Vec<RunRow>> {
                 opened_at: rows.must::<Timestamp>(i, 7)?.0,
                 head: hash_of(rows.get::<Bytea>(i, 8)?),
                 length: rows.get::<i64>(i, 9)?,
-                chain_labels: hash_of(rows.get::<Bytea>(i, 10)?),
-                labels: rows.must::<LabelSetBuf>(i, 11)?.0,
+                cut: hash_of(rows.get::<Bytea>(i, 10)?),
+                cut_length: rows.get::<i64>(i, 11)?.unwrap_or_default(),
+                labels: rows.must::<LabelSetBuf>(i, 12)?.0,
             })
         })
         .collect()
@@ -248,10 +251,10 @@ struct Checked {
     broken: Option<(Option<i64>, &'static str, String)>,
 }
 
-/// Check a run's chain against what is stored: its steps, then its row's head, length,
-/// labels digest and labels.
+/// Check a run's chain against what is stored: its steps (from the purge's cut, if any), then
+/// its row's head, length and labels.
 fn check_run(run: &RunRow) -> Result<Checked> {
-    let (Some(start), Some(head), Some(length), Some(opened)) = (
+    let (Some(genesis), Some(head), Some(length), Some(opened)) = (
         genesis(run),
         run.head,
         run.length,
@@ -267,34 +270,27 @@ fn check_run(run: &RunRow) -> Result<Checked> {
         });
     };
     let scope_text = scope::to_text(&run.scope);
-    let mut v = Verifier::new(start, 0, head, length);
-    let mut digest = chain::labels_digest(LabelSet::from_canonical(opened));
+    let mut v = Verifier::new(run.cut.unwrap_or(genesis), run.cut_length, head, length);
     let mut carried = opened.to_vec();
     let mut steps = 0i64;
     each_step(&run.id, |s| {
         steps += 1;
         let step_labels = LabelSet::from_canonical(&s.labels);
-        let after = chain::labels_next(&digest, step_labels);
-        let computed = s
-            .prev
-            .map(|p| chain::link(&p, &leaf(run, &scope_text, &s, &after)));
+        let computed = s.prev.map(|p| {
+            let after = chain::labels_next(&p, step_labels);
+            chain::link(&p, &leaf(run, &scope_text, &s, &after))
+        });
         v.push(&Stored {
             id: s.id,
             prev: s.prev,
             hash: s.hash,
             computed,
         });
-        digest = after;
         carried = LabelSet::from_canonical(&carried).union(step_labels);
         Ok(true)
     })?;
     let broken = match v.finish() {
         Some(b) => Some(describe(&b)),
-        None if run.chain_labels != Some(digest) => Some((
-            None,
-            "edited",
-            "the run's labels digest is not the one its steps lead to".into(),
-        )),
         None => {
             let stored = LabelSet::from_canonical(&run.labels);
             let missing = LabelSet::from_canonical(&carried).filter(|l| !stored.contains(l.0));
@@ -427,33 +423,50 @@ fn digest_record(id: i64) -> Result<Option<(Hash, Option<Vec<Mark>>, Timestamp)>
     })
 }
 
-/// Walk a run's chain from its genesis by what is stored now, to its `length`-th step: the
-/// head those steps lead to (`None` when fewer steps are stored), handing each step, the
-/// chain value before it and its leaf to `visit`.
+/// Where walking a run's chain by what is stored now ends, at its `length`-th step.
+enum HeadAt {
+    /// The head those steps lead to.
+    Head(Hash),
+    /// Fewer steps are stored (how many the chain holds, the purged ones counted).
+    Short(i64),
+    /// A purge removed them: the run's chain now starts after them.
+    Purged,
+    /// The run has no chain.
+    Unchained,
+}
+
+/// Walk a run's chain from its genesis (or a purge's cut) by what is stored now, to its
+/// `length`-th step, handing each step, the chain value before it, its leaf and its labels
+/// digest to `visit`.
 fn head_at(
     run: &RunRow,
     length: i64,
     mut visit: impl FnMut(&StepRow, &Hash, &Hash, &Hash),
-) -> Result<(i64, Option<Hash>)> {
+) -> Result<HeadAt> {
     let Some(start) = genesis(run) else {
-        return Ok((0, None));
+        return Ok(HeadAt::Unchained);
     };
-    let opened = run.opened_labels.as_deref().unwrap_or_default();
+    let mut h = run.cut.unwrap_or(start);
+    let mut seen = run.cut_length;
+    if length < seen || (length == seen && seen > 0 && run.cut.is_none()) {
+        return Ok(HeadAt::Purged);
+    }
     let scope_text = scope::to_text(&run.scope);
-    let mut h = start;
-    let mut digest = chain::labels_digest(LabelSet::from_canonical(opened));
-    let mut seen = 0i64;
-    if length > 0 {
+    if length > seen {
         each_step(&run.id, |s| {
             seen += 1;
-            digest = chain::labels_next(&digest, LabelSet::from_canonical(&s.labels));
-            let l = leaf(run, &scope_text, &s, &digest);
-            visit(&s, &h, &l, &digest);
+            let after = chain::labels_next(&h, LabelSet::from_canonical(&s.labels));
+            let l = leaf(run, &scope_text, &s, &after);
+            visit(&s, &h, &l, &after);
             h = chain::link(&h, &l);
             Ok(seen < length)
         })?;
     }
-    Ok((seen, (seen == length).then_some(h)))
+    Ok(if seen == length {
+        HeadAt::Head(h)
+    } else {
+        HeadAt::Short(seen)
+    })
 }
 
 sql_function! {
@@ -574,6 +587,7 @@ sql_function! {
         }
         let mut now = chain::Root::default();
         let mut steps = 0i64;
+        let mut purged = 0usize;
         for m in &marks {
             steps += m.length;
             let Some(run) = run_row(&m.run)? else {
@@ -581,22 +595,27 @@ sql_function! {
                 problem(Some(&m.run), format!("the run was removed (the digest saw {} steps)", m.length))?;
                 continue;
             };
-            let (seen, head) = head_at(&run, m.length, |_, _, _, _| {})?;
-            match head {
-                None if genesis(&run).is_none() => {
+            match head_at(&run, m.length, |_, _, _, _| {})? {
+                HeadAt::Unchained => {
                     fine = false;
                     problem(Some(&m.run), "the run's chain was removed from its row".into())?;
                 }
-                None => {
+                HeadAt::Short(seen) => {
                     fine = false;
                     problem(Some(&m.run), format!("steps were removed: the digest saw {} steps, the trail holds {seen}", m.length))?;
                 }
-                Some(h) if h != m.head => {
+                HeadAt::Purged => {
+                    // what purge() removed cannot be shown again; the run's chain goes on from
+                    // the cut it recorded, which verify() checks
+                    purged += 1;
+                    now.push(&chain::head_leaf(&m.run.0, m.length, &m.head));
+                }
+                HeadAt::Head(h) if h != m.head => {
                     fine = false;
                     let located = check_prefix(&run, m)?;
                     problem(Some(&m.run), format!("its first {} steps are not the ones the digest saw: {located}", m.length))?;
                 }
-                Some(h) => now.push(&chain::head_leaf(&m.run.0, m.length, &h)),
+                HeadAt::Head(h) => now.push(&chain::head_leaf(&m.run.0, m.length, &h)),
             }
         }
         if fine && now.finish() == root {
@@ -604,9 +623,10 @@ sql_function! {
                 Some(Datum::from(true)),
                 None,
                 Some(text_datum(&format!(
-                    "today's trail extends digest {id} of {}: its {} runs and {steps} steps are all there, unchanged",
+                    "today's trail extends digest {id} of {}: its {} runs and {steps} steps are all there, unchanged{}",
                     taken_at.text(),
-                    marks.len()
+                    marks.len(),
+                    if purged > 0 { format!(" (the steps of {purged} runs as far as purge() removed them since)") } else { String::new() }
                 ))?),
             ]);
         } else if fine {
@@ -641,7 +661,7 @@ sql_function! {
         let scope_text = scope::to_text(&run.scope);
         let mut found: Option<(Value, Hash)> = None;
         let mut later: Vec<String> = Vec::new();
-        let (_, head) = head_at(&run, mark.length, |s, before, l, after| {
+        let head = head_at(&run, mark.length, |s, before, l, after| {
             if s.id == step_id {
                 let c = content(&run, &scope_text, s, after);
                 found = Some((step_json(&c, &run_id), *before));
@@ -649,8 +669,8 @@ sql_function! {
                 later.push(hex(l));
             }
         })?;
-        let (step, prev) = found.ok_or_else(|| not_found(format!("step {step_id} was written after digest {id}")))?;
-        if head != Some(mark.head) {
+        let (step, prev) = found.ok_or_else(|| not_found(format!("step {step_id} was written after digest {id}, or purged")))?;
+        if !matches!(head, HeadAt::Head(h) if h == mark.head) {
             return Err(not_found(format!("run {run_id} no longer holds what digest {id} saw (see pg_labels.verify_digest())")));
         }
         let leaves: Vec<Hash> = marks.iter().map(|m| chain::head_leaf(&m.run.0, m.length, &m.head)).collect();
@@ -680,17 +700,14 @@ fn check_prefix(run: &RunRow, m: &Mark) -> Result<String> {
         return Ok("the run's chain was removed from its row".into());
     };
     let scope_text = scope::to_text(&run.scope);
-    let mut v = Verifier::new(start, 0, m.head, m.length);
-    let mut digest = chain::labels_digest(LabelSet::from_canonical(
-        run.opened_labels.as_deref().unwrap_or_default(),
-    ));
-    let mut seen = 0i64;
+    let mut v = Verifier::new(run.cut.unwrap_or(start), run.cut_length, m.head, m.length);
+    let mut seen = run.cut_length;
     each_step(&run.id, |s| {
         seen += 1;
-        digest = chain::labels_next(&digest, LabelSet::from_canonical(&s.labels));
-        let computed = s
-            .prev
-            .map(|p| chain::link(&p, &leaf(run, &scope_text, &s, &digest)));
+        let computed = s.prev.map(|p| {
+            let after = chain::labels_next(&p, LabelSet::from_canonical(&s.labels));
+            chain::link(&p, &leaf(run, &scope_text, &s, &after))
+        });
         v.push(&Stored {
             id: s.id,
             prev: s.prev,
@@ -737,7 +754,7 @@ static CHAIN_STEP: SavedPlan = SavedPlan::new(
     c"UPDATE pg_labels.steps SET prev_hash = $3, hash = $4 WHERE id = $1 AND slot = $2",
 );
 static CHAIN_RUN: SavedPlan = SavedPlan::new(
-    c"UPDATE pg_labels.runs SET opened_labels = labels, chain_head = $2, chain_length = $3, chain_labels = $4
+    c"UPDATE pg_labels.runs SET opened_labels = labels, chain_head = $2, chain_length = $3
        WHERE id = $1 AND chain_head IS NULL",
 );
 
@@ -758,11 +775,10 @@ sql_function! {
                 return Ok(());
             };
             let scope_text = scope::to_text(&run.scope);
-            let mut digest = chain::labels_digest(LabelSet::from_canonical(&run.labels));
             let mut length = 0i64;
             each_step(&run.id, |s| {
-                digest = chain::labels_next(&digest, LabelSet::from_canonical(&s.labels));
-                let next = chain::link(&h, &leaf(&run, &scope_text, &s, &digest));
+                let after = chain::labels_next(&h, LabelSet::from_canonical(&s.labels));
+                let next = chain::link(&h, &leaf(&run, &scope_text, &s, &after));
                 with_spi(|spi| {
                     CHAIN_STEP.execute(
                         spi,
@@ -785,12 +801,11 @@ sql_function! {
             with_spi(|spi| {
                 CHAIN_RUN.execute(
                     spi,
-                    &[pg_sys::UUIDOID, pg_sys::BYTEAOID, pg_sys::INT8OID, pg_sys::BYTEAOID],
+                    &[pg_sys::UUIDOID, pg_sys::BYTEAOID, pg_sys::INT8OID],
                     &[
                         Some(run.id.datum()),
                         Some(crate::pg::datum::bytea_datum(&h)?),
                         Some(Datum::from(length)),
-                        Some(crate::pg::datum::bytea_datum(&digest)?),
                     ],
                     false,
                     0,

@@ -4,7 +4,9 @@
 //! 1. empties every month of the trail's ring (`pg_labels.steps_00` .. `steps_23`) that ends
 //!    at or before the month the cutoff falls in: `TRUNCATE` of the partition, in constant time
 //!    whatever it holds (no row deleted one by one, no WAL per row). A partition that also holds
-//!    a later month (purge was not run for two years) has its older rows deleted instead;
+//!    a later month (purge was not run for two years) has its older rows deleted instead.
+//!    First, every run with steps that go records where its hash chain is cut (`chain_cut`,
+//!    `chain_cut_length`): one read of what goes, grouped by run, and one write per such run;
 //! 2. deletes whole runs opened before the cutoff with nothing at or after it (no step, no
 //!    artifact made, no share of their artifacts or to them), with their remaining steps (in
 //!    the month the cutoff falls in), artifacts and shares. Only this part deletes row by row,
@@ -68,20 +70,49 @@ sql_function! {
                 .must::<Timestamp>(0, 1)?;
             let ring = RING.execute(spi, &[], &[], true, 0)?;
             let parts: Vec<String> = (0..ring.len()).map(|i| ring.must::<String>(i, 1)).collect::<Result<_, _>>()?;
+            // what goes: whole partitions, and the older rows of one that holds a later month
+            // too (purge was not run for two years)
+            let mut whole: Vec<&str> = Vec::new();
+            let mut older: Vec<&str> = Vec::new();
             for part in &parts {
                 // (names of the ring, steps_00 .. steps_23: nothing to quote)
                 let newest = run(spi, &format!("SELECT created_at FROM pg_labels.{part} ORDER BY id DESC LIMIT 1"), true)?
                     .get::<Timestamp>(0, 1)?;
                 let Some(newest) = newest else { continue };
                 if newest < start {
-                    run(spi, &format!("TRUNCATE pg_labels.{part}"), false)?;
+                    whole.push(part);
                     continue;
                 }
                 let oldest = run(spi, &format!("SELECT created_at FROM pg_labels.{part} ORDER BY id LIMIT 1"), true)?
                     .get::<Timestamp>(0, 1)?;
                 if oldest.is_some_and(|o| o < start) {
-                    run(spi, &format!("DELETE FROM pg_labels.{part} WHERE created_at < '{}'", start.text()), false)?;
+                    older.push(part);
                 }
+            }
+            // every run that keeps going records where its hash chain is cut: the hash of its
+            // last step that goes, and how many go (verify() goes on from there)
+            let going: Vec<String> = whole
+                .iter()
+                .map(|p| format!("SELECT run_id, id, hash FROM pg_labels.{p}"))
+                .chain(older.iter().map(|p| {
+                    format!("SELECT run_id, id, hash FROM pg_labels.{p} WHERE created_at < '{}'", start.text())
+                }))
+                .collect();
+            if !going.is_empty() {
+                run(spi, &format!(
+                    "UPDATE pg_labels.runs r
+                        SET chain_cut = c.hash, chain_cut_length = coalesce(r.chain_cut_length, 0) + c.n
+                       FROM (SELECT run_id, count(*) AS n, (array_agg(hash ORDER BY id DESC))[1] AS hash
+                               FROM ({}) g GROUP BY run_id) c
+                      WHERE r.id = c.run_id AND r.chain_head IS NOT NULL",
+                    going.join(" UNION ALL ")
+                ), false)?;
+            }
+            for part in &whole {
+                run(spi, &format!("TRUNCATE pg_labels.{part}"), false)?;
+            }
+            for part in &older {
+                run(spi, &format!("DELETE FROM pg_labels.{part} WHERE created_at < '{}'", start.text()), false)?;
             }
             Ok(PURGE.execute(spi, &[pg_sys::TIMESTAMPTZOID], &[Some(cutoff)], false, 0)?.len())
         }))?;

@@ -145,6 +145,10 @@ fn runs_seal(call: &Call<'_>) -> Result<Datum> {
         if old.same(&new, c) {
             continue;
         }
+        // purge() records where it cut the run's hash chain
+        if purging() && (name == "chain_cut" || name == "chain_cut_length") {
+            continue;
+        }
         if name == "scope" {
             let text = |t: &Tuple<'_>| {
                 t.get::<ScopeBuf>(c)

@@ -407,7 +407,7 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
             Some(crossings_used.to_vec())
         };
         let scope = pg_labels_core::scope::to_text(&run.scope);
-        let labels_after = chain::labels_next(&state.labels, own_set);
+        let labels_after = chain::labels_next(&state.head, own_set);
         let leaf = chain::leaf(&chain::StepContent {
             id,
             run_id: run_id.0,
@@ -433,7 +433,7 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
             labels_after,
         });
         let hash = chain::link(&state.head, &leaf);
-        run.advance(&hash, &labels_after, carried.as_deref())?;
+        run.advance(&hash, carried.as_deref())?;
         changes.push((c_prev, Some(bytea_datum(&state.head)?)));
         changes.push((c_hash, Some(bytea_datum(&hash)?)));
     } else if let Some(carried) = &carried {

@@ -114,3 +114,32 @@ SELECT * FROM pg_labels.verify_digest('{"version": 1, "id": 999, "root": "000000
 SELECT p.proname, has_function_privilege('public', p.oid, 'EXECUTE') AS public_execute
   FROM pg_proc p WHERE p.pronamespace = 'pg_labels'::regnamespace
    AND p.proname IN ('verify', 'verify_all', 'ledger_digest', 'verify_digest', 'prove') ORDER BY 1;
+
+-- retention cuts a chain where it removes a run's oldest steps, and verify() goes on from the
+-- cut: a run with steps three months old (written around the triggers, then chained by
+-- start_chains(), as ALTER EXTENSION UPDATE chains a trail of 0.1.0), and two steps now
+SET session_replication_role = replica;
+INSERT INTO pg_labels.runs (id, scope, labels, opened_at)
+VALUES ('d0000000-0000-0000-0000-000000000001', 'acme/platform', '{area:acme/platform,origin:slack}', now() - interval '3 months');
+INSERT INTO pg_labels.steps (id, run_id, kind, labels, actor, created_at, slot)
+SELECT nextval('pg_labels.steps_id_seq'), 'd0000000-0000-0000-0000-000000000001', 'input', '{origin:slack}', current_user,
+       now() - interval '3 months' + g * interval '1 minute', pg_labels.trail_slot(now() - interval '3 months' + g * interval '1 minute')
+  FROM generate_series(1, 3) g;
+SELECT pg_labels.start_chains() AS chained;
+RESET session_replication_role;
+INSERT INTO pg_labels.steps (run_id, kind) VALUES ('d0000000-0000-0000-0000-000000000001', 'planned');
+INSERT INTO pg_labels.steps (run_id, kind) VALUES ('d0000000-0000-0000-0000-000000000001', 'planned');
+SELECT intact, steps, how, detail FROM pg_labels.verify('d0000000-0000-0000-0000-000000000001');
+SELECT pg_labels.ledger_digest() AS before_purge \gset
+SELECT pg_labels.purge(date_trunc('month', now())) AS purged_runs;
+-- a digest taken before the purge: the run's steps that went are accepted, the rest checked
+SELECT count(*) AS problems_of_the_cut_run FROM pg_labels.verify_digest(:'before_purge')
+ WHERE run = 'd0000000-0000-0000-0000-000000000001';
+SELECT chain_length, chain_cut_length, length(chain_cut) AS cut_bytes
+  FROM pg_labels.runs WHERE id = 'd0000000-0000-0000-0000-000000000001';
+SELECT intact, steps, how, detail FROM pg_labels.verify('d0000000-0000-0000-0000-000000000001');
+-- a remaining step removed after the cut still shows
+SET session_replication_role = replica;
+DELETE FROM pg_labels.steps WHERE id = (SELECT min(id) FROM pg_labels.steps WHERE run_id = 'd0000000-0000-0000-0000-000000000001');
+RESET session_replication_role;
+SELECT intact, how, regexp_replace(detail, '[0-9]+', 'N') AS detail FROM pg_labels.verify('d0000000-0000-0000-0000-000000000001');
