@@ -225,18 +225,17 @@ impl Table {
         slot: *mut pg_sys::TupleTableSlot,
         snapshot: pg_sys::Snapshot,
     ) -> bool {
-        // SAFETY: the caller's guarantee; the table AM's index fetch is begun and ended in
-        // order, on a block that exists (a place past the end is no place).
+        // SAFETY: the caller's guarantee; a heap relation (checked) and its slot of buffered
+        // heap tuples (checked): the page is read, pinned and share-locked around the search
+        // of the chain of versions, as an index fetch does, on a block that exists (a place
+        // past the end is no place).
         unsafe {
             let block = (u32::from(tid.ip_blkid.bi_hi) << 16) | u32::from(tid.ip_blkid.bi_lo);
-            let am = &*(*self.rel).rd_tableam;
-            let (Some(begin), Some(fetch), Some(end)) = (
-                am.index_fetch_begin,
-                am.index_fetch_tuple,
-                am.index_fetch_end,
-            ) else {
+            if (*self.rel).rd_tableam != pg_sys::GetHeapamTableAmRoutine()
+                || (*slot).tts_ops != &raw const pg_sys::TTSOpsBufferHeapTuple
+            {
                 return false;
-            };
+            }
             if block
                 >= pg_sys::RelationGetNumberOfBlocksInFork(
                     self.rel,
@@ -245,22 +244,41 @@ impl Table {
             {
                 return false;
             }
-            let scan = begin(self.rel);
-            let (mut call_again, mut all_dead) = (false, false);
-            let mut tid = tid;
-            let hit = fetch(
-                scan,
-                &mut tid,
+            let buf = pg_sys::ReadBuffer(self.rel, block);
+            // PostgreSQL prunes a page on every read once its free space is below what the
+            // fillfactor keeps (always, for a page whose rows are updated in place, as runs
+            // are on every step); here only when the next versions may not fit: one prune for
+            // many updates of its rows
+            if pg_sys::PageGetHeapFreeSpace(pg_sys::BufferGetPage(buf) as _) < PRUNE_BELOW {
+                pg_sys::heap_page_prune_opt(self.rel, buf);
+            }
+            pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_SHARE as i32);
+            let bslot = slot as *mut pg_sys::BufferHeapTupleTableSlot;
+            let tuple = &mut (*bslot).base.tupdata as *mut pg_sys::HeapTupleData;
+            let (mut place, mut all_dead) = (tid, false);
+            let hit = pg_sys::heap_hot_search_buffer(
+                &mut place,
+                self.rel,
+                buf,
                 snapshot,
-                slot,
-                &mut call_again,
+                tuple,
                 &mut all_dead,
+                true,
             );
-            end(scan);
+            if hit {
+                // the slot takes its own pin
+                pg_sys::ExecStoreBufferHeapTuple(tuple, slot, buf);
+            }
+            pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_UNLOCK as i32);
+            pg_sys::ReleaseBuffer(buf);
             hit
         }
     }
 }
+
+/// A page of a row updated in place is pruned when less room than this is left (more than a
+/// row version not stored out of line can take).
+const PRUNE_BELOW: usize = 2048 + 256;
 
 /// A copy of a row's latest version, taken after locking it, to update it later in the same
 /// call ([`Table::update`]).
