@@ -51,9 +51,9 @@ SQL
 # (d) the trail without its hash chain (issue 17's "ratio without it", same build): the
 # chain's columns dropped, so the trigger takes the path of a table that has none
 "$PGBIN/psql" -X -q -h "$work" -p 5435 -U postgres -d postgres -c "CREATE DATABASE bench_nochain"
-"$PGBIN/psql" -X -q -h "$work" -p 5435 -U postgres -d bench_nochain -c "CREATE EXTENSION pg_labels" \
+"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$work" -p 5435 -U postgres -d bench_nochain -c "CREATE EXTENSION pg_labels" \
     -c "ALTER TABLE pg_labels.steps DROP COLUMN prev_hash, DROP COLUMN hash" \
-    -c "ALTER TABLE pg_labels.runs DROP COLUMN opened_labels, DROP COLUMN chain_head, DROP COLUMN chain_length, DROP COLUMN chain_labels" \
+    -c "ALTER TABLE pg_labels.runs DROP COLUMN opened_labels, DROP COLUMN chain_head, DROP COLUMN chain_length, DROP COLUMN chain_cut, DROP COLUMN chain_cut_length" \
     -f "$here/trail_setup.sql" >/dev/null
 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/data" -m fast -w stop >/dev/null
 
