@@ -12,8 +12,9 @@
 use crate::pg::datum::{text_datum, Bytea, Jsonb, Timestamp, Uuid};
 use crate::pg::error::{notice, Error, Result, INVALID_PARAMETER_VALUE};
 use crate::pg::fmgr::Call;
-use crate::pg::spi::{with_spi, SavedPlan};
+use crate::pg::spi::{as_owner, with_spi, SavedPlan};
 use crate::pg::srf;
+use crate::platform::catalog::platform_owner;
 use crate::sql_function;
 use crate::types::datum::{LabelSetBuf, ScopeBuf};
 use pg_labels_core::chain::{self, from_hex, hex, Break, Hash, Stored, Verifier};
@@ -500,195 +501,27 @@ sql_function! {
 
     /// `pg_labels.verify_all() → TABLE (run, step, how, detail)`: the runs whose chain breaks.
     fn pgl_verify_all(call) {
-        let out = srf::materialize(&call, "pg_labels.verify_all()", 4)?;
-        let (mut runs, mut steps, mut broken) = (0i64, 0i64, 0i64);
-        each_run(|run| {
-            let c = check_run(&run)?;
-            runs += 1;
-            steps += c.steps;
-            if let Some((step, how, detail)) = &c.broken {
-                broken += 1;
-                out.push(&[
-                    Some(run.id.datum()),
-                    step.map(Datum::from),
-                    Some(text_datum(how)?),
-                    Some(text_datum(detail)?),
-                ]);
-            }
-            if runs % 10_000 == 0 {
-                notice(&format!("pg_labels.verify_all: {runs} runs, {steps} steps checked, {broken} broken"));
-            }
-            Ok(())
-        })?;
-        notice(&format!("pg_labels.verify_all: {runs} runs, {steps} steps checked, {broken} broken"));
-        Ok(Datum::from(0usize))
+        // as the platform tables' owner: the whole trail, whatever the granted role sees
+        as_owner(platform_owner()?, || verify_all(&call))
     }
 
     /// `pg_labels.ledger_digest() → jsonb`: the root over every run's head, recorded.
     fn pgl_ledger_digest(call) {
-        let _ = &call;
-        let mut marks = Vec::new();
-        let mut steps = 0i64;
-        each_run(|run| {
-            if let (Some(head), Some(length)) = (run.head, run.length) {
-                steps += length;
-                marks.push(Mark { run: run.id, length, head });
-            }
-            Ok(())
-        })?;
-        let root = ledger_root(&marks);
-        let bytes = marks_bytes(&marks);
-        let (id, taken_at) = with_spi(|spi| {
-            let rows = SAVE_DIGEST.execute(
-                spi,
-                &[pg_sys::BYTEAOID, pg_sys::INT8OID, pg_sys::INT8OID, pg_sys::BYTEAOID],
-                &[
-                    Some(crate::pg::datum::bytea_datum(&root)?),
-                    Some(Datum::from(marks.len() as i64)),
-                    Some(Datum::from(steps)),
-                    Some(crate::pg::datum::bytea_datum(&bytes)?),
-                ],
-                false,
-                1,
-            )?;
-            Ok((rows.must::<i64>(0, 1)?, rows.must::<Timestamp>(0, 2)?))
-        })?;
-        let v = json!({
-            "version": 1,
-            "id": id,
-            "taken_at": taken_at.text(),
-            "runs": marks.len(),
-            "steps": steps,
-            "root": hex(&root),
-        });
-        Ok(Jsonb::from_text(&v.to_string())?.0)
+        // as the platform tables' owner: the whole trail, whatever the granted role sees
+        as_owner(platform_owner()?, || ledger_digest(&call))
     }
 
     /// `pg_labels.verify_digest(digest jsonb) → TABLE (holds, run, detail)`.
     fn pgl_verify_digest(call) {
-        let out = srf::materialize(&call, "pg_labels.verify_digest()", 3)?;
-        let (id, root) = digest_arg(&call, 0, "pg_labels.verify_digest()")?;
-        let problem = |run: Option<&Uuid>, detail: String| -> Result<()> {
-            out.push(&[Some(Datum::from(false)), run.map(Uuid::datum), Some(text_datum(&detail)?)]);
-            Ok(())
-        };
-        let Some((recorded_root, marks, taken_at)) = digest_record(id)? else {
-            problem(None, format!("the database holds no record of digest {id}: it was removed"))?;
-            return Ok(Datum::from(0usize));
-        };
-        let Some(marks) = marks else {
-            problem(None, format!("the database's record of digest {id} is damaged"))?;
-            return Ok(Datum::from(0usize));
-        };
-        let mut fine = true;
-        if recorded_root != root || ledger_root(&marks) != root {
-            fine = false;
-            problem(None, format!("the database's record of digest {id} is not the digest given: it was changed"))?;
-        }
-        let mut now = chain::Root::default();
-        let mut steps = 0i64;
-        let mut purged = 0usize;
-        for m in &marks {
-            steps += m.length;
-            let Some(run) = run_row(&m.run)? else {
-                fine = false;
-                problem(Some(&m.run), format!("the run was removed (the digest saw {} steps)", m.length))?;
-                continue;
-            };
-            match head_at(&run, m.length, |_, _, _, _| {})? {
-                HeadAt::Unchained => {
-                    fine = false;
-                    problem(Some(&m.run), "the run's chain was removed from its row".into())?;
-                }
-                HeadAt::Short(seen) => {
-                    fine = false;
-                    problem(Some(&m.run), format!("steps were removed: the digest saw {} steps, the trail holds {seen}", m.length))?;
-                }
-                HeadAt::Purged => {
-                    // what purge() removed cannot be shown again; the run's chain goes on from
-                    // the cut it recorded, which verify() checks
-                    purged += 1;
-                    now.push(&chain::head_leaf(&m.run.0, m.length, &m.head));
-                }
-                HeadAt::Head(h) if h != m.head => {
-                    fine = false;
-                    let located = check_prefix(&run, m)?;
-                    problem(Some(&m.run), format!("its first {} steps are not the ones the digest saw: {located}", m.length))?;
-                }
-                HeadAt::Head(h) => now.push(&chain::head_leaf(&m.run.0, m.length, &h)),
-            }
-        }
-        if fine && now.finish() == root {
-            out.push(&[
-                Some(Datum::from(true)),
-                None,
-                Some(text_datum(&format!(
-                    "today's trail extends digest {id} of {}: its {} runs and {steps} steps are all there, unchanged{}",
-                    taken_at.text(),
-                    marks.len(),
-                    if purged > 0 { format!(" (the steps of {purged} runs as far as purge() removed them since)") } else { String::new() }
-                ))?),
-            ]);
-        } else if fine {
-            problem(None, "the runs' heads do not lead to the digest's root".into())?;
-        }
-        Ok(Datum::from(0usize))
+        // as the platform tables' owner: the whole trail, whatever the granted role sees
+        as_owner(platform_owner()?, || verify_digest(&call))
     }
 
     /// `pg_labels.prove(step bigint, digest jsonb) → jsonb`: an inclusion proof of the step
     /// in the ledger the digest describes, for `pg_labels_verify`.
     fn pgl_prove(call) {
-        if call.is_null(0) {
-            return call.null();
-        }
-        let step_id = call.i64(0);
-        let (id, root) = digest_arg(&call, 1, "pg_labels.prove()")?;
-        let not_found = |what: String| Error::new(INVALID_PARAMETER_VALUE, format!("pg_labels.prove(): {what}"));
-        let run_id = with_spi(|spi| {
-            let rows = STEP_RUN.execute(spi, &[pg_sys::INT8OID], &[Some(Datum::from(step_id))], true, 1)?;
-            rows.get::<Uuid>(0, 1)
-        })?
-        .ok_or_else(|| not_found(format!("there is no step {step_id} (or it is not visible to you)")))?;
-        let (_, marks, _) = digest_record(id)?
-            .ok_or_else(|| not_found(format!("the database holds no record of digest {id}")))?;
-        let marks = marks.ok_or_else(|| not_found(format!("the record of digest {id} is damaged")))?;
-        let index = marks
-            .iter()
-            .position(|m| m.run == run_id)
-            .ok_or_else(|| not_found(format!("run {run_id} was opened after digest {id}")))?;
-        let mark = &marks[index];
-        let run = run_row(&run_id)?.ok_or_else(|| not_found(format!("there is no run {run_id}")))?;
-        let scope_text = scope::to_text(&run.scope);
-        let mut found: Option<(Value, Hash)> = None;
-        let mut later: Vec<String> = Vec::new();
-        let head = head_at(&run, mark.length, |s, before, l, after| {
-            if s.id == step_id {
-                let c = content(&run, &scope_text, s, after);
-                found = Some((step_json(&c, &run_id), *before));
-            } else if found.is_some() {
-                later.push(hex(l));
-            }
-        })?;
-        let (step, prev) = found.ok_or_else(|| not_found(format!("step {step_id} was written after digest {id}, or purged")))?;
-        if !matches!(head, HeadAt::Head(h) if h == mark.head) {
-            return Err(not_found(format!("run {run_id} no longer holds what digest {id} saw (see pg_labels.verify_digest())")));
-        }
-        let leaves: Vec<Hash> = marks.iter().map(|m| chain::head_leaf(&m.run.0, m.length, &m.head)).collect();
-        let v = json!({
-            "version": 1,
-            "step": step,
-            "prev": hex(&prev),
-            "later": later,
-            "length": mark.length,
-            "ledger": {
-                "digest": id,
-                "index": index,
-                "size": leaves.len(),
-                "path": chain::audit_path(&leaves, index).iter().map(|h| hex(h)).collect::<Vec<_>>(),
-                "root": hex(&root),
-            }
-        });
-        Ok(Jsonb::from_text(&v.to_string())?.0)
+        // as the platform tables' owner: the whole trail, whatever the granted role sees
+        as_owner(platform_owner()?, || prove(&call))
     }
 }
 
@@ -817,4 +650,263 @@ sql_function! {
         })?;
         Ok(Datum::from(chained))
     }
+}
+
+fn verify_all(call: &Call<'_>) -> Result<Datum> {
+    let out = srf::materialize(call, "pg_labels.verify_all()", 4)?;
+    let (mut runs, mut steps, mut broken) = (0i64, 0i64, 0i64);
+    each_run(|run| {
+        let c = check_run(&run)?;
+        runs += 1;
+        steps += c.steps;
+        if let Some((step, how, detail)) = &c.broken {
+            broken += 1;
+            out.push(&[
+                Some(run.id.datum()),
+                step.map(Datum::from),
+                Some(text_datum(how)?),
+                Some(text_datum(detail)?),
+            ]);
+        }
+        if runs % 10_000 == 0 {
+            notice(&format!(
+                "pg_labels.verify_all: {runs} runs, {steps} steps checked, {broken} broken"
+            ));
+        }
+        Ok(())
+    })?;
+    notice(&format!(
+        "pg_labels.verify_all: {runs} runs, {steps} steps checked, {broken} broken"
+    ));
+    Ok(Datum::from(0usize))
+}
+
+fn ledger_digest(call: &Call<'_>) -> Result<Datum> {
+    let _ = call;
+    let mut marks = Vec::new();
+    let mut steps = 0i64;
+    each_run(|run| {
+        if let (Some(head), Some(length)) = (run.head, run.length) {
+            steps += length;
+            marks.push(Mark {
+                run: run.id,
+                length,
+                head,
+            });
+        }
+        Ok(())
+    })?;
+    let root = ledger_root(&marks);
+    let bytes = marks_bytes(&marks);
+    let (id, taken_at) = with_spi(|spi| {
+        let rows = SAVE_DIGEST.execute(
+            spi,
+            &[
+                pg_sys::BYTEAOID,
+                pg_sys::INT8OID,
+                pg_sys::INT8OID,
+                pg_sys::BYTEAOID,
+            ],
+            &[
+                Some(crate::pg::datum::bytea_datum(&root)?),
+                Some(Datum::from(marks.len() as i64)),
+                Some(Datum::from(steps)),
+                Some(crate::pg::datum::bytea_datum(&bytes)?),
+            ],
+            false,
+            1,
+        )?;
+        Ok((rows.must::<i64>(0, 1)?, rows.must::<Timestamp>(0, 2)?))
+    })?;
+    let v = json!({
+        "version": 1,
+        "id": id,
+        "taken_at": taken_at.text(),
+        "runs": marks.len(),
+        "steps": steps,
+        "root": hex(&root),
+    });
+    Ok(Jsonb::from_text(&v.to_string())?.0)
+}
+
+fn verify_digest(call: &Call<'_>) -> Result<Datum> {
+    let out = srf::materialize(call, "pg_labels.verify_digest()", 3)?;
+    let (id, root) = digest_arg(call, 0, "pg_labels.verify_digest()")?;
+    let problem = |run: Option<&Uuid>, detail: String| -> Result<()> {
+        out.push(&[
+            Some(Datum::from(false)),
+            run.map(Uuid::datum),
+            Some(text_datum(&detail)?),
+        ]);
+        Ok(())
+    };
+    let Some((recorded_root, marks, taken_at)) = digest_record(id)? else {
+        problem(
+            None,
+            format!("the database holds no record of digest {id}: it was removed"),
+        )?;
+        return Ok(Datum::from(0usize));
+    };
+    let Some(marks) = marks else {
+        problem(
+            None,
+            format!("the database's record of digest {id} is damaged"),
+        )?;
+        return Ok(Datum::from(0usize));
+    };
+    let mut fine = true;
+    if recorded_root != root || ledger_root(&marks) != root {
+        fine = false;
+        problem(
+            None,
+            format!("the database's record of digest {id} is not the digest given: it was changed"),
+        )?;
+    }
+    let mut now = chain::Root::default();
+    let mut steps = 0i64;
+    let mut purged = 0usize;
+    for m in &marks {
+        steps += m.length;
+        let Some(run) = run_row(&m.run)? else {
+            fine = false;
+            problem(
+                Some(&m.run),
+                format!("the run was removed (the digest saw {} steps)", m.length),
+            )?;
+            continue;
+        };
+        match head_at(&run, m.length, |_, _, _, _| {})? {
+            HeadAt::Unchained => {
+                fine = false;
+                problem(
+                    Some(&m.run),
+                    "the run's chain was removed from its row".into(),
+                )?;
+            }
+            HeadAt::Short(seen) => {
+                fine = false;
+                problem(
+                    Some(&m.run),
+                    format!(
+                        "steps were removed: the digest saw {} steps, the trail holds {seen}",
+                        m.length
+                    ),
+                )?;
+            }
+            HeadAt::Purged => {
+                // what purge() removed cannot be shown again; the run's chain goes on from
+                // the cut it recorded, which verify() checks
+                purged += 1;
+                now.push(&chain::head_leaf(&m.run.0, m.length, &m.head));
+            }
+            HeadAt::Head(h) if h != m.head => {
+                fine = false;
+                let located = check_prefix(&run, m)?;
+                problem(
+                    Some(&m.run),
+                    format!(
+                        "its first {} steps are not the ones the digest saw: {located}",
+                        m.length
+                    ),
+                )?;
+            }
+            HeadAt::Head(h) => now.push(&chain::head_leaf(&m.run.0, m.length, &h)),
+        }
+    }
+    if fine && now.finish() == root {
+        out.push(&[
+            Some(Datum::from(true)),
+            None,
+            Some(text_datum(&format!(
+                "today's trail extends digest {id} of {}: its {} runs and {steps} steps are all there, unchanged{}",
+                taken_at.text(),
+                marks.len(),
+                if purged > 0 { format!(" (the steps of {purged} runs as far as purge() removed them since)") } else { String::new() }
+            ))?),
+        ]);
+    } else if fine {
+        problem(
+            None,
+            "the runs' heads do not lead to the digest's root".into(),
+        )?;
+    }
+    Ok(Datum::from(0usize))
+}
+
+fn prove(call: &Call<'_>) -> Result<Datum> {
+    if call.is_null(0) {
+        return call.null();
+    }
+    let step_id = call.i64(0);
+    let (id, root) = digest_arg(call, 1, "pg_labels.prove()")?;
+    let not_found = |what: String| {
+        Error::new(
+            INVALID_PARAMETER_VALUE,
+            format!("pg_labels.prove(): {what}"),
+        )
+    };
+    let run_id = with_spi(|spi| {
+        let rows = STEP_RUN.execute(
+            spi,
+            &[pg_sys::INT8OID],
+            &[Some(Datum::from(step_id))],
+            true,
+            1,
+        )?;
+        rows.get::<Uuid>(0, 1)
+    })?
+    .ok_or_else(|| {
+        not_found(format!(
+            "there is no step {step_id} (or it is not visible to you)"
+        ))
+    })?;
+    let (_, marks, _) = digest_record(id)?
+        .ok_or_else(|| not_found(format!("the database holds no record of digest {id}")))?;
+    let marks = marks.ok_or_else(|| not_found(format!("the record of digest {id} is damaged")))?;
+    let index = marks
+        .iter()
+        .position(|m| m.run == run_id)
+        .ok_or_else(|| not_found(format!("run {run_id} was opened after digest {id}")))?;
+    let mark = &marks[index];
+    let run = run_row(&run_id)?.ok_or_else(|| not_found(format!("there is no run {run_id}")))?;
+    let scope_text = scope::to_text(&run.scope);
+    let mut found: Option<(Value, Hash)> = None;
+    let mut later: Vec<String> = Vec::new();
+    let head = head_at(&run, mark.length, |s, before, l, after| {
+        if s.id == step_id {
+            let c = content(&run, &scope_text, s, after);
+            found = Some((step_json(&c, &run_id), *before));
+        } else if found.is_some() {
+            later.push(hex(l));
+        }
+    })?;
+    let (step, prev) = found.ok_or_else(|| {
+        not_found(format!(
+            "step {step_id} was written after digest {id}, or purged"
+        ))
+    })?;
+    if !matches!(head, HeadAt::Head(h) if h == mark.head) {
+        return Err(not_found(format!(
+            "run {run_id} no longer holds what digest {id} saw (see pg_labels.verify_digest())"
+        )));
+    }
+    let leaves: Vec<Hash> = marks
+        .iter()
+        .map(|m| chain::head_leaf(&m.run.0, m.length, &m.head))
+        .collect();
+    let v = json!({
+        "version": 1,
+        "step": step,
+        "prev": hex(&prev),
+        "later": later,
+        "length": mark.length,
+        "ledger": {
+            "digest": id,
+            "index": index,
+            "size": leaves.len(),
+            "path": chain::audit_path(&leaves, index).iter().map(|h| hex(h)).collect::<Vec<_>>(),
+            "root": hex(&root),
+        }
+    });
+    Ok(Jsonb::from_text(&v.to_string())?.0)
 }

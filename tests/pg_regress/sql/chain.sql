@@ -143,3 +143,21 @@ SET session_replication_role = replica;
 DELETE FROM pg_labels.steps WHERE id = (SELECT min(id) FROM pg_labels.steps WHERE run_id = 'd0000000-0000-0000-0000-000000000001');
 RESET session_replication_role;
 SELECT intact, how, regexp_replace(detail, '[0-9]+', 'N') AS detail FROM pg_labels.verify('d0000000-0000-0000-0000-000000000001');
+
+-- a DBA's auditor role, granted the ledger's functions, gets the whole trail (they run as the
+-- platform tables' owner), though it cannot read the platform's tables itself
+CREATE ROLE regress_chain_auditor;
+GRANT USAGE ON SCHEMA pg_labels TO regress_chain_auditor;
+GRANT EXECUTE ON FUNCTION pg_labels.ledger_digest(), pg_labels.verify_all(), pg_labels.verify_digest(jsonb)
+  TO regress_chain_auditor;
+SELECT count(*) AS all_runs FROM pg_labels.runs \gset
+SELECT count(*) AS all_broken FROM pg_labels.verify_all() \gset
+SET ROLE regress_chain_auditor;
+SELECT (pg_labels.ledger_digest() ->> 'runs')::bigint = :all_runs AS digest_covers_every_run;
+SELECT count(*) = :all_broken AS sees_every_broken_run FROM pg_labels.verify_all();
+SELECT count(*) FROM pg_labels.runs;
+RESET ROLE;
+REVOKE ALL ON FUNCTION pg_labels.ledger_digest(), pg_labels.verify_all(), pg_labels.verify_digest(jsonb)
+  FROM regress_chain_auditor;
+REVOKE USAGE ON SCHEMA pg_labels FROM regress_chain_auditor;
+DROP ROLE regress_chain_auditor;
