@@ -118,13 +118,6 @@ pub fn genesis(run: &RunOpening<'_>) -> Hash {
     e.finish()
 }
 
-/// The digest of what a run carries when it is opened: its opening labels.
-pub fn labels_digest(set: LabelSet<'_>) -> Hash {
-    let mut e = Encoder::new(LABELS_DOMAIN);
-    e.null().labels(Some(set));
-    e.finish()
-}
-
 /// The digest of what a run carries after a step: the hash the step is chained to and the
 /// labels the step brought. What a run carries is the union of its opening labels and every
 /// step's labels; the hash before the step stands for the opening and every earlier step, so

@@ -294,26 +294,13 @@ impl Table {
     /// entries are made when the new version needs them; the command counter moves on, so
     /// later statements and later rows of this statement see the new version.
     pub fn update(&self, held: &Held, changes: &[(i32, Option<Datum>)]) -> Result<()> {
-        let mut cols: Vec<i32> = changes.iter().map(|c| c.0).collect();
-        let mut values: Vec<Datum> = changes
-            .iter()
-            .map(|c| c.1.unwrap_or(Datum::from(0usize)))
-            .collect();
-        let mut nulls: Vec<bool> = changes.iter().map(|c| c.1.is_none()).collect();
         // SAFETY: held is a copy of the locked latest version of a row of this relation (its
         // t_self is that version's place); the columns were resolved against the relation's
         // descriptor and the values are datums of their types (the caller's). The executor
         // state, result relation and slot for the index entries are made and freed here.
         unsafe {
             let desc = (*self.rel).rd_att;
-            let new = pg_sys::heap_modify_tuple_by_cols(
-                held.tuple,
-                desc,
-                cols.len() as i32,
-                cols.as_mut_ptr(),
-                values.as_mut_ptr(),
-                nulls.as_mut_ptr(),
-            );
+            let new = crate::pg::trigger::modify_tuple(held.tuple, desc, changes);
             let mut otid = (*held.tuple).t_self;
             if crate::pg::compat::simple_heap_update(self.rel, &mut otid, new) {
                 let estate = pg_sys::CreateExecutorState();

@@ -485,25 +485,9 @@ impl<'a> Tuple<'a> {
 
     /// The row with some columns replaced (`None`: NULL), as a row trigger's return value.
     pub fn modified(&self, changes: &[(i32, Option<Datum>)]) -> Datum {
-        let mut cols: Vec<i32> = changes.iter().map(|c| c.0).collect();
-        let mut values: Vec<Datum> = changes
-            .iter()
-            .map(|c| c.1.unwrap_or(Datum::from(0usize)))
-            .collect();
-        let mut nulls: Vec<bool> = changes.iter().map(|c| c.1.is_none()).collect();
         // SAFETY: the columns were resolved against this descriptor and the values are datums
         // of their types (built by the callers for these columns).
-        let t = unsafe {
-            pg_sys::heap_modify_tuple_by_cols(
-                self.tuple,
-                self.desc,
-                cols.len() as i32,
-                cols.as_mut_ptr(),
-                values.as_mut_ptr(),
-                nulls.as_mut_ptr(),
-            )
-        };
-        Datum::from(t)
+        Datum::from(unsafe { modify_tuple(self.tuple, self.desc, changes) })
     }
 
     /// The tuple itself, as a row trigger's return value.
@@ -518,6 +502,37 @@ impl<'a> Tuple<'a> {
 
     pub(crate) fn desc(&self) -> pg_sys::TupleDesc {
         self.desc
+    }
+}
+
+/// A copy of `tuple` with some columns replaced (1-based; `None`: NULL), in the current memory
+/// context.
+///
+/// # Safety
+///
+/// `tuple` is a valid tuple of `desc`; every column is in range and its value a datum of the
+/// column's type.
+pub(crate) unsafe fn modify_tuple(
+    tuple: pg_sys::HeapTuple,
+    desc: pg_sys::TupleDesc,
+    changes: &[(i32, Option<Datum>)],
+) -> pg_sys::HeapTuple {
+    let mut cols: Vec<i32> = changes.iter().map(|c| c.0).collect();
+    let mut values: Vec<Datum> = changes
+        .iter()
+        .map(|c| c.1.unwrap_or(Datum::from(0usize)))
+        .collect();
+    let mut nulls: Vec<bool> = changes.iter().map(|c| c.1.is_none()).collect();
+    // SAFETY: the caller's guarantee; the three arrays have one entry per change.
+    unsafe {
+        pg_sys::heap_modify_tuple_by_cols(
+            tuple,
+            desc,
+            cols.len() as i32,
+            cols.as_mut_ptr(),
+            values.as_mut_ptr(),
+            nulls.as_mut_ptr(),
+        )
     }
 }
 

@@ -276,18 +276,8 @@ fn check_run(run: &RunRow) -> Result<Checked> {
     let mut steps = 0i64;
     each_step(&run.id, |s| {
         steps += 1;
-        let step_labels = LabelSet::from_canonical(&s.labels);
-        let computed = s.prev.map(|p| {
-            let after = chain::labels_next(&p, step_labels);
-            chain::link(&p, &leaf(run, &scope_text, &s, &after))
-        });
-        v.push(&Stored {
-            id: s.id,
-            prev: s.prev,
-            hash: s.hash,
-            computed,
-        });
-        carried = LabelSet::from_canonical(&carried).union(step_labels);
+        v.push(&stored(run, &scope_text, &s));
+        carried = LabelSet::from_canonical(&carried).union(LabelSet::from_canonical(&s.labels));
         Ok(true)
     })?;
     let broken = match v.finish() {
@@ -311,6 +301,20 @@ fn check_run(run: &RunRow) -> Result<Checked> {
         }
     };
     Ok(Checked { steps, broken })
+}
+
+/// A stored step for the verifier, with the hash its stored content links to.
+fn stored(run: &RunRow, scope_text: &str, s: &StepRow) -> Stored {
+    let computed = s.prev.map(|p| {
+        let after = chain::labels_next(&p, LabelSet::from_canonical(&s.labels));
+        chain::link(&p, &leaf(run, scope_text, s, &after))
+    });
+    Stored {
+        id: s.id,
+        prev: s.prev,
+        hash: s.hash,
+        computed,
+    }
 }
 
 fn describe(b: &Break) -> (Option<i64>, &'static str, String) {
@@ -537,16 +541,7 @@ fn check_prefix(run: &RunRow, m: &Mark) -> Result<String> {
     let mut seen = run.cut_length;
     each_step(&run.id, |s| {
         seen += 1;
-        let computed = s.prev.map(|p| {
-            let after = chain::labels_next(&p, LabelSet::from_canonical(&s.labels));
-            chain::link(&p, &leaf(run, &scope_text, &s, &after))
-        });
-        v.push(&Stored {
-            id: s.id,
-            prev: s.prev,
-            hash: s.hash,
-            computed,
-        });
+        v.push(&stored(run, &scope_text, &s));
         Ok(seen < m.length)
     })?;
     Ok(match v.finish() {

@@ -161,3 +161,30 @@ REVOKE ALL ON FUNCTION pg_labels.ledger_digest(), pg_labels.verify_all(), pg_lab
   FROM regress_chain_auditor;
 REVOKE USAGE ON SCHEMA pg_labels FROM regress_chain_auditor;
 DROP ROLE regress_chain_auditor;
+
+-- as an ordinary writer (a role that may insert into the trail, subject to row-level
+-- security, which lets writers read the trail): it cannot bring a chain of its own; verify()
+-- reads as it; the ledger's functions are not its
+CREATE ROLE regress_chain_writer;
+GRANT USAGE ON SCHEMA pg_labels TO regress_chain_writer;
+GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO regress_chain_writer;
+SET ROLE regress_chain_writer;
+INSERT INTO pg_labels.steps (run_id, kind, prev_hash) VALUES ('c0000000-0000-0000-0000-000000000001', 'input', '\x00');
+INSERT INTO pg_labels.runs (scope, opened_labels) VALUES ('acme', '{}');
+INSERT INTO pg_labels.runs (scope, chain_cut_length) VALUES ('acme', 0);
+SELECT intact, steps, how FROM pg_labels.verify('c0000000-0000-0000-0000-000000000001');
+SELECT pg_labels.ledger_digest();
+RESET ROLE;
+REVOKE ALL ON pg_labels.runs, pg_labels.steps FROM regress_chain_writer;
+REVOKE USAGE ON SCHEMA pg_labels FROM regress_chain_writer;
+DROP ROLE regress_chain_writer;
+-- a role that sees no run (no grant, no scope entered): verify() finds nothing to check
+CREATE ROLE regress_chain_nobody;
+GRANT USAGE ON SCHEMA pg_labels TO regress_chain_nobody;
+GRANT SELECT ON pg_labels.runs, pg_labels.steps TO regress_chain_nobody;
+SET ROLE regress_chain_nobody;
+SELECT intact, steps, how, detail FROM pg_labels.verify('c0000000-0000-0000-0000-000000000002');
+RESET ROLE;
+REVOKE ALL ON pg_labels.runs, pg_labels.steps FROM regress_chain_nobody;
+REVOKE USAGE ON SCHEMA pg_labels FROM regress_chain_nobody;
+DROP ROLE regress_chain_nobody;
