@@ -4,7 +4,7 @@
 #   scripts/test.sh              everything (CI runs this: .ci/run)
 #   scripts/test.sh SUITE ...    one or more suites: core, pgtest, structure, types, platform,
 #                                sharing, publication, rls, docs, security, isolation,
-#                                concurrency, dump, upgrade, package, client, fuzz
+#                                concurrency, dump, upgrade, package, client, fuzz, citus
 #   scripts/test.sh FILE ...     one or more pg_regress files by name (e.g. trail, scope)
 #   PG_MAJOR=16 scripts/test.sh  the same against another PostgreSQL (13 to 18; default 15)
 # With no arguments and no PG_MAJOR, everything runs on 15, then every suite that needs a
@@ -24,7 +24,7 @@ declare -A REGRESS=(
     [rls]="rls provenance"
     [security]="hostile_triggers hardening"
 )
-ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client fuzz)
+ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client fuzz citus)
 
 passed=0
 failed=0
@@ -190,6 +190,15 @@ fi
 if wants fuzz; then
     log "random queries (sqlsmith) as an ordinary role"
     set +e; SERVER_LOG="$CLUSTER_DIR/server.log" "$ROOT/tests/fuzz/run.sh"; result fuzz $?; set -e
+fi
+
+if wants citus; then
+    if [ "$PG_MAJOR" = 15 ]; then
+        log "Citus: a coordinator and two workers (then a third), the barrier on a distributed trail"
+        set +e; PGBIN=$PGBIN "$ROOT/tests/citus/run.sh"; result citus $?; set -e
+    else
+        log "Citus: the vendored Citus 13.2.2 is built for PostgreSQL 15 here; skipped on $PG_MAJOR"
+    fi
 fi
 
 if wants security || wants fuzz || [[ " ${files[*]} " == *" hostile_triggers "* ]]; then

@@ -7,24 +7,34 @@
 CREATE FUNCTION pg_labels.gate(run uuid, tool text, args jsonb DEFAULT NULL,
                                labels @extschema@.labelset DEFAULT '{}')
 RETURNS TABLE (decision text, rule text, reason text, step_id bigint)
-LANGUAGE sql VOLATILE
-BEGIN ATOMIC
+LANGUAGE plpgsql VOLATILE
+-- PL/pgSQL (not a body checked when it is made): on a Citus worker this function exists before
+-- the shell of pg_labels.steps does
+AS $gate$
+BEGIN
+    RETURN QUERY
     INSERT INTO pg_labels.steps (run_id, kind, tool, args, labels)
     VALUES (run, 'gate_decided', tool, args, labels)
     RETURNING steps.decision, steps.rule, steps.reason, steps.id;
-END;
+END
+$gate$;
 COMMENT ON FUNCTION pg_labels.gate(uuid, text, jsonb, @extschema@.labelset) IS
     'Judges a proposed tool call by the rules the trigger applies to tool_called, without raising: allow, ask or block; records a gate_decided step';
 
 CREATE FUNCTION pg_labels.request_approval(run uuid, tool text, args jsonb DEFAULT NULL,
                                            labels @extschema@.labelset DEFAULT '{}', reason text DEFAULT NULL)
 RETURNS bigint
-LANGUAGE sql VOLATILE
-BEGIN ATOMIC
+LANGUAGE plpgsql VOLATILE
+AS $request$
+DECLARE
+    made bigint;
+BEGIN
     INSERT INTO pg_labels.steps (run_id, kind, tool, args, labels, reason)
     VALUES (run, 'approval_requested', tool, args, labels, reason)
-    RETURNING steps.id;
-END;
+    RETURNING steps.id INTO made;
+    RETURN made;
+END
+$request$;
 COMMENT ON FUNCTION pg_labels.request_approval(uuid, text, jsonb, @extschema@.labelset, text) IS
     'Records an approval_requested step for one concrete call (run, tool, args); returns its id';
 

@@ -6,7 +6,8 @@
 --    planner support functions of <@ and @> are immutable and parallel safe.
 -- 2. The platform's functions: new bodies and markings (CREATE OR REPLACE keeps each one's
 --    privileges); enter_scope and leave_scope are parallel unsafe; the trail's proofs
---    (verify, verify_all, ledger_digest, verify_digest, prove, start_chains) are new.
+--    (verify, verify_all, ledger_digest, verify_digest, prove, start_chains) are new, and so
+--    is pg_labels.distribute() (Citus).
 -- 3. The platform's tables are rebuilt as 0.2.0 makes them (the trail a ring of 24 monthly
 --    partitions, no foreign keys, new policies, triggers, indexes and descriptions): the 0.1.0
 --    tables are moved aside, the new ones made, every row copied as it was (triggers off:
@@ -408,6 +409,13 @@ RETURN ((pg_catalog.date_part('year', at AT TIME ZONE 'UTC')::int * 12
 COMMENT ON FUNCTION pg_labels.trail_slot(timestamptz) IS
     'The partition of the trail''s ring a step made at this time is in: its month (UTC) modulo 24';
 
+-- The ids of steps and of shares: the triggers take them (on every node of a Citus cluster, so
+-- they are made outside the block below; each table owns its sequence where it exists).
+CREATE SEQUENCE pg_labels.steps_id_seq;
+COMMENT ON SEQUENCE pg_labels.steps_id_seq IS 'The ids of steps, taken by the insert trigger under the run''s lock';
+CREATE SEQUENCE pg_labels.shares_id_seq;
+COMMENT ON SEQUENCE pg_labels.shares_id_seq IS 'The ids of shares, taken by the insert trigger';
+
 ----------------------------------------------------------------------------------------
 -- The tool catalog, event bindings, grants
 ----------------------------------------------------------------------------------------
@@ -580,9 +588,8 @@ COMMENT ON COLUMN pg_labels.steps.slot IS
     'The partition of the trail''s ring it is in: the month of created_at (UTC) modulo 24 (set by the database)';
 COMMENT ON COLUMN pg_labels.steps.prev_hash IS 'The hash of the step before it in its run (or of the run''s opening) (set by the database)';
 COMMENT ON COLUMN pg_labels.steps.hash IS 'SHA-256 of prev_hash and the step''s canonical content: its run''s hash chain (set by the database; see verify())';
-CREATE SEQUENCE pg_labels.steps_id_seq OWNED BY pg_labels.steps.id;
+ALTER SEQUENCE pg_labels.steps_id_seq OWNED BY pg_labels.steps.id;
 CREATE INDEX steps_created_at_idx ON pg_labels.steps (created_at);
-COMMENT ON SEQUENCE pg_labels.steps_id_seq IS 'The ids of steps, taken by the insert trigger under the run''s lock';
 CREATE INDEX steps_run_idx ON pg_labels.steps (run_id, id);
 CREATE INDEX steps_labels_idx ON pg_labels.steps USING gin (labels);
 CREATE INDEX steps_artifact_idx ON pg_labels.steps (artifact_id) WHERE artifact_id IS NOT NULL;
@@ -677,8 +684,7 @@ COMMENT ON COLUMN pg_labels.shares.to_run IS 'Or to this run only';
 COMMENT ON COLUMN pg_labels.shares.crossing_id IS 'The crossing this share used, when the artifact carries labels to_scope cannot carry (set by the database)';
 COMMENT ON COLUMN pg_labels.shares.actor IS 'The role that shared it (set by the database)';
 COMMENT ON COLUMN pg_labels.shares.created_at IS 'When (set by the database)';
-CREATE SEQUENCE pg_labels.shares_id_seq OWNED BY pg_labels.shares.id;
-COMMENT ON SEQUENCE pg_labels.shares_id_seq IS 'The ids of shares, taken by the insert trigger';
+ALTER SEQUENCE pg_labels.shares_id_seq OWNED BY pg_labels.shares.id;
 CREATE INDEX shares_artifact_idx ON pg_labels.shares (artifact_id);
 CREATE INDEX shares_to_run_idx ON pg_labels.shares (to_run) WHERE to_run IS NOT NULL;
 CREATE INDEX shares_crossing_idx ON pg_labels.shares (crossing_id) WHERE crossing_id IS NOT NULL;
@@ -959,6 +965,104 @@ $grants$;
 
 
 --------------------------------------------------------------------------------------------
+-- Scaling out with Citus (sql/citus.sql of 0.2.0)
+--------------------------------------------------------------------------------------------
+-- pg_labels: scaling out with Citus (README, "Scaling out with Citus").
+
+CREATE FUNCTION pg_labels.distribute(shard_count int DEFAULT 32) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET client_min_messages = warning
+AS $distribute$
+DECLARE
+    r record;
+    writer text := 'pg_catalog.has_table_privilege(%L::pg_catalog.text, ''INSERT'')';
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+        RAISE EXCEPTION 'pg_labels.distribute() needs Citus'
+            USING ERRCODE = '55000',
+                  HINT = 'Run it on a Citus coordinator (shared_preload_libraries = ''citus'', CREATE EXTENSION citus).';
+    END IF;
+    IF NOT pg_catalog.citus_is_coordinator() THEN
+        RAISE EXCEPTION 'pg_labels.distribute() runs on the Citus coordinator' USING ERRCODE = '55000';
+    END IF;
+    IF pg_catalog.current_setting('citus.enable_unsafe_triggers') <> 'on' THEN
+        RAISE EXCEPTION 'pg_labels.distribute() needs citus.enable_unsafe_triggers = on'
+            USING ERRCODE = '55000',
+                  DETAIL = 'The platform''s tables are guarded by triggers, which Citus runs on their shards only with this setting.',
+                  HINT = 'ALTER SYSTEM SET citus.enable_unsafe_triggers = on on every node, and reload.';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = 'pg_labels.runs'::pg_catalog.regclass) THEN
+        RAISE NOTICE 'pg_labels is distributed already';
+        RETURN;
+    END IF;
+
+    -- 1. The tables leave the extension: Citus manages them from now on (it cannot manage an
+    --    extension's tables). The functions, types and views stay the extension's.
+    FOR r IN SELECT c.oid::pg_catalog.regclass AS t FROM pg_catalog.pg_class c
+              WHERE c.relnamespace = 'pg_labels'::pg_catalog.regnamespace AND c.relkind IN ('r', 'p')
+                AND EXISTS (SELECT FROM pg_catalog.pg_depend d
+                             WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid
+                               AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND d.deptype = 'e')
+    LOOP
+        EXECUTE pg_catalog.format('ALTER EXTENSION pg_labels DROP TABLE %s', r.t);
+    END LOOP;
+
+    -- 2. A unique key of a distributed table holds its distribution column.
+    ALTER TABLE pg_labels.steps DROP CONSTRAINT steps_pkey;
+    ALTER TABLE pg_labels.steps ADD PRIMARY KEY (run_id, id, slot);
+    CREATE INDEX steps_id_idx ON pg_labels.steps (id);
+
+    -- 3. Citus runs no subquery in a policy: the same rules without one (the writers' check is
+    --    made per row; what an analyst sees of steps and shares is the writers' only, for now).
+    FOR r IN SELECT p.polname, p.polrelid::pg_catalog.regclass AS t FROM pg_catalog.pg_policy p
+               JOIN pg_catalog.pg_class c ON c.oid = p.polrelid
+              WHERE c.relnamespace = 'pg_labels'::pg_catalog.regnamespace
+    LOOP
+        EXECUTE pg_catalog.format('DROP POLICY %I ON %s', r.polname, r.t);
+    END LOOP;
+    EXECUTE pg_catalog.format('CREATE POLICY runs_visible ON pg_labels.runs USING (%s OR pg_labels.visible(labels))',
+                              pg_catalog.format(writer, 'pg_labels.runs'));
+    FOR r IN SELECT c.oid::pg_catalog.regclass AS t FROM pg_catalog.pg_class c
+              WHERE c.oid = 'pg_labels.steps'::pg_catalog.regclass
+                 OR c.oid IN (SELECT inhrelid FROM pg_catalog.pg_inherits
+                               WHERE inhparent = 'pg_labels.steps'::pg_catalog.regclass)
+    LOOP
+        EXECUTE pg_catalog.format('CREATE POLICY steps_visible ON %s USING (%s)', r.t,
+                                  pg_catalog.format(writer, 'pg_labels.steps'));
+    END LOOP;
+    EXECUTE pg_catalog.format('CREATE POLICY artifacts_visible ON pg_labels.artifacts USING (%s OR pg_labels.visible(labels))',
+                              pg_catalog.format(writer, 'pg_labels.artifacts'));
+    EXECUTE pg_catalog.format('CREATE POLICY shares_visible ON pg_labels.shares USING (%s)',
+                              pg_catalog.format(writer, 'pg_labels.shares'));
+    EXECUTE pg_catalog.format('CREATE POLICY agent_versions_visible ON pg_labels.agent_versions USING (%s OR pg_labels.visible(@extschema@.labelset(scope)))',
+                              pg_catalog.format(writer, 'pg_labels.agent_versions'));
+    EXECUTE pg_catalog.format('CREATE POLICY listeners_visible ON pg_labels.listeners USING (%s OR pg_labels.visible(@extschema@.labelset(scope)))',
+                              pg_catalog.format(writer, 'pg_labels.listeners'));
+    CREATE POLICY crossings_visible ON pg_labels.crossings
+        USING (pg_catalog.has_function_privilege(
+                   'pg_labels.authorize_crossing(@extschema@.scope, @extschema@.scope, text, timestamptz)', 'EXECUTE')
+               OR pg_catalog.has_function_privilege('pg_labels.revoke_crossing(bigint, text)', 'EXECUTE')
+               OR pg_labels.visible(@extschema@.labelset(from_scope))
+               OR pg_labels.visible(@extschema@.labelset(to_scope)));
+    EXECUTE pg_catalog.format('CREATE POLICY grants_visible ON pg_labels.grants USING (%s OR pg_labels.visible(@extschema@.labelset(scope)))',
+                              pg_catalog.format(writer, 'pg_labels.grants'));
+
+    -- 4. The catalogs on every node; runs and the trail spread by run, each run's steps with it.
+    PERFORM pg_catalog.create_reference_table(t)
+       FROM pg_catalog.unnest(ARRAY['pg_labels.tools', 'pg_labels.grants', 'pg_labels.listeners',
+                                    'pg_labels.agent_versions', 'pg_labels.crossings',
+                                    'pg_labels.artifacts', 'pg_labels.shares']::pg_catalog.regclass[]) t;
+    PERFORM pg_catalog.create_distributed_table('pg_labels.runs', 'id', shard_count => shard_count);
+    PERFORM pg_catalog.create_distributed_table('pg_labels.steps', 'run_id', colocate_with => 'pg_labels.runs');
+END
+$distribute$;
+REVOKE ALL ON FUNCTION pg_labels.distribute(int) FROM PUBLIC;
+COMMENT ON FUNCTION pg_labels.distribute(int) IS
+    'On a Citus coordinator: the catalogs become reference tables, runs and steps are distributed by run (co-located); see the README, Scaling out with Citus';
+
+
+--------------------------------------------------------------------------------------------
 -- 4. The gate, approval requests, and DROP EXTENSION (sql/finish.sql of 0.2.0)
 --------------------------------------------------------------------------------------------
 --------------------------------------------------------------------------------------------
@@ -968,24 +1072,34 @@ $grants$;
 CREATE OR REPLACE FUNCTION pg_labels.gate(run uuid, tool text, args jsonb DEFAULT NULL,
                                labels @extschema@.labelset DEFAULT '{}')
 RETURNS TABLE (decision text, rule text, reason text, step_id bigint)
-LANGUAGE sql VOLATILE
-BEGIN ATOMIC
+LANGUAGE plpgsql VOLATILE
+-- PL/pgSQL (not a body checked when it is made): on a Citus worker this function exists before
+-- the shell of pg_labels.steps does
+AS $gate$
+BEGIN
+    RETURN QUERY
     INSERT INTO pg_labels.steps (run_id, kind, tool, args, labels)
     VALUES (run, 'gate_decided', tool, args, labels)
     RETURNING steps.decision, steps.rule, steps.reason, steps.id;
-END;
+END
+$gate$;
 COMMENT ON FUNCTION pg_labels.gate(uuid, text, jsonb, @extschema@.labelset) IS
     'Judges a proposed tool call by the rules the trigger applies to tool_called, without raising: allow, ask or block; records a gate_decided step';
 
 CREATE OR REPLACE FUNCTION pg_labels.request_approval(run uuid, tool text, args jsonb DEFAULT NULL,
                                            labels @extschema@.labelset DEFAULT '{}', reason text DEFAULT NULL)
 RETURNS bigint
-LANGUAGE sql VOLATILE
-BEGIN ATOMIC
+LANGUAGE plpgsql VOLATILE
+AS $request$
+DECLARE
+    made bigint;
+BEGIN
     INSERT INTO pg_labels.steps (run_id, kind, tool, args, labels, reason)
     VALUES (run, 'approval_requested', tool, args, labels, reason)
-    RETURNING steps.id;
-END;
+    RETURNING steps.id INTO made;
+    RETURN made;
+END
+$request$;
 COMMENT ON FUNCTION pg_labels.request_approval(uuid, text, jsonb, @extschema@.labelset, text) IS
     'Records an approval_requested step for one concrete call (run, tool, args); returns its id';
 

@@ -18,6 +18,17 @@ RETURN ((pg_catalog.date_part('year', at AT TIME ZONE 'UTC')::int * 12
 COMMENT ON FUNCTION pg_labels.trail_slot(timestamptz) IS
     'The partition of the trail''s ring a step made at this time is in: its month (UTC) modulo 24';
 
+-- The ids of steps and of shares: the triggers take them (on every node of a Citus cluster, so
+-- they are made outside the block below; each table owns its sequence where it exists).
+CREATE SEQUENCE pg_labels.steps_id_seq;
+COMMENT ON SEQUENCE pg_labels.steps_id_seq IS 'The ids of steps, taken by the insert trigger under the run''s lock';
+CREATE SEQUENCE pg_labels.shares_id_seq;
+COMMENT ON SEQUENCE pg_labels.shares_id_seq IS 'The ids of shares, taken by the insert trigger';
+
+-- The copy of the extension Citus makes on a worker (a session of Citus' own) has no platform -- citus-copy
+-- tables: Citus makes their shells and shards there after pg_labels.distribute(), and it could -- citus-copy
+-- not if they were the extension's (README, "Scaling out with Citus").                        -- citus-copy
+DO $platform$ BEGIN IF pg_catalog.current_setting('application_name') LIKE 'citus\_internal gpid=%' THEN RETURN; END IF; EXECUTE $schema$ -- citus-copy
 ----------------------------------------------------------------------------------------
 -- The tool catalog, event bindings, grants
 ----------------------------------------------------------------------------------------
@@ -190,9 +201,8 @@ COMMENT ON COLUMN pg_labels.steps.slot IS
     'The partition of the trail''s ring it is in: the month of created_at (UTC) modulo 24 (set by the database)';
 COMMENT ON COLUMN pg_labels.steps.prev_hash IS 'The hash of the step before it in its run (or of the run''s opening) (set by the database)';
 COMMENT ON COLUMN pg_labels.steps.hash IS 'SHA-256 of prev_hash and the step''s canonical content: its run''s hash chain (set by the database; see verify())';
-CREATE SEQUENCE pg_labels.steps_id_seq OWNED BY pg_labels.steps.id;
+ALTER SEQUENCE pg_labels.steps_id_seq OWNED BY pg_labels.steps.id;
 CREATE INDEX steps_created_at_idx ON pg_labels.steps (created_at);
-COMMENT ON SEQUENCE pg_labels.steps_id_seq IS 'The ids of steps, taken by the insert trigger under the run''s lock';
 CREATE INDEX steps_run_idx ON pg_labels.steps (run_id, id);
 CREATE INDEX steps_labels_idx ON pg_labels.steps USING gin (labels);
 CREATE INDEX steps_artifact_idx ON pg_labels.steps (artifact_id) WHERE artifact_id IS NOT NULL;
@@ -287,8 +297,7 @@ COMMENT ON COLUMN pg_labels.shares.to_run IS 'Or to this run only';
 COMMENT ON COLUMN pg_labels.shares.crossing_id IS 'The crossing this share used, when the artifact carries labels to_scope cannot carry (set by the database)';
 COMMENT ON COLUMN pg_labels.shares.actor IS 'The role that shared it (set by the database)';
 COMMENT ON COLUMN pg_labels.shares.created_at IS 'When (set by the database)';
-CREATE SEQUENCE pg_labels.shares_id_seq OWNED BY pg_labels.shares.id;
-COMMENT ON SEQUENCE pg_labels.shares_id_seq IS 'The ids of shares, taken by the insert trigger';
+ALTER SEQUENCE pg_labels.shares_id_seq OWNED BY pg_labels.shares.id;
 CREATE INDEX shares_artifact_idx ON pg_labels.shares (artifact_id);
 CREATE INDEX shares_to_run_idx ON pg_labels.shares (to_run) WHERE to_run IS NOT NULL;
 CREATE INDEX shares_crossing_idx ON pg_labels.shares (crossing_id) WHERE crossing_id IS NOT NULL;
@@ -500,3 +509,4 @@ SELECT pg_catalog.pg_extension_config_dump('pg_labels.crossings_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.artifacts', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.shares', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.shares_id_seq', '');
+$schema$; END $platform$; -- citus-copy

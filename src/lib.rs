@@ -36,10 +36,11 @@ pub extern "C-unwind" fn _PG_init() {
     name = "schema",
     requires = ["functions"]
 );
+::pgrx::extension_sql_file!("../sql/citus.sql", name = "citus", requires = ["schema"]);
 ::pgrx::extension_sql_file!(
     "../sql/finish.sql",
     name = "finish",
-    requires = ["schema"],
+    requires = ["citus"],
     finalize
 );
 

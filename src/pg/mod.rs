@@ -4,6 +4,7 @@
 //! differences. Every `unsafe` block of the crate that is not a type's datum access lives here.
 
 pub mod catch;
+pub mod citus;
 pub mod compat;
 pub mod datum;
 pub mod error;

@@ -7,10 +7,12 @@
 //! out an [`Spi`] token; results ([`Rows`]) borrow it, so they cannot outlive the connection,
 //! and every value is read through [`FromDatum`], checked against the result column's type.
 
+use crate::pg::citus;
 use crate::pg::datum::{self, FromDatum};
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
 use crate::pg::inval;
 use crate::pg::local::BackendLocal;
+use crate::pg::trigger::platform_schema;
 use pgrx::pg_sys::{self, Datum, Oid};
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
@@ -42,6 +44,8 @@ pub fn with_spi<T>(f: impl FnOnce(&Spi) -> Result<T>) -> Result<T> {
 pub struct SavedPlan {
     sql: &'static CStr,
     plan: BackendLocal<(usize, Vec<Oid>)>,
+    /// on Citus shards: per shard group, the statement naming its shards (crate::pg::citus)
+    shard_plans: BackendLocal<Vec<(i64, usize, Vec<Oid>)>>,
 }
 
 /// The rows a statement returned (or changed, for `processed`), valid while its SPI
@@ -57,6 +61,7 @@ impl SavedPlan {
         SavedPlan {
             sql,
             plan: BackendLocal::new((0, Vec::new())),
+            shard_plans: BackendLocal::new(Vec::new()),
         }
     }
 
@@ -126,6 +131,9 @@ impl SavedPlan {
     }
 
     fn plan(&self, types: &[Oid]) -> Result<pg_sys::SPIPlanPtr> {
+        if let Some(shard) = citus::SHARD.current() {
+            return self.shard_plan(shard, types);
+        }
         self.plan.with(|(plan, planned_types)| {
             // SAFETY: the plan pointer is one SPI_keepplan kept, or null.
             unsafe {
@@ -154,6 +162,51 @@ impl SavedPlan {
                 Ok(p)
             }
         })
+    }
+
+    /// The statement for a trigger running on a Citus shard: the platform tables it names
+    /// replaced by the relations next to that shard, prepared once per shard group.
+    fn shard_plan(&self, shard: i64, types: &[Oid]) -> Result<pg_sys::SPIPlanPtr> {
+        let kept = self.shard_plans.with(|plans| {
+            plans
+                .iter()
+                .find(|(s, _, t)| *s == shard && t.as_slice() == types)
+                .map(|(_, p, _)| *p)
+        });
+        if let Some(p) = kept {
+            return Ok(p as pg_sys::SPIPlanPtr);
+        }
+        let namespace = platform_schema().ok_or_else(|| {
+            Error::new(
+                NOT_IN_PREREQUISITE_STATE,
+                "pg_labels: the schema pg_labels is missing",
+            )
+        })?;
+        let sql = citus::rewrite(namespace, self.sql, shard)?;
+        // SAFETY: prepares and keeps a plan of a statement we made; errors propagate.
+        let p = unsafe {
+            let p = pg_sys::SPI_prepare_cursor(
+                sql.as_ptr(),
+                types.len() as i32,
+                types.as_ptr() as *mut Oid,
+                pg_sys::CURSOR_OPT_GENERIC_PLAN as i32,
+            );
+            if p.is_null() {
+                return Err(spi_error("prepare", pg_sys::SPI_result));
+            }
+            pg_sys::SPI_keepplan(p);
+            p
+        };
+        self.shard_plans.with(|plans| {
+            if plans.len() >= 64 {
+                for (_, old, _) in plans.drain(..) {
+                    // SAFETY: a plan SPI_keepplan kept above, no longer named anywhere.
+                    unsafe { pg_sys::SPI_freeplan(old as pg_sys::SPIPlanPtr) };
+                }
+            }
+            plans.push((shard, p as usize, types.to_vec()));
+        });
+        Ok(p)
     }
 
     fn prepare_and_run<'spi>(

@@ -9,11 +9,12 @@
 //! partition of one), and the event, timing and level are the expected ones. [`Columns`] checks
 //! every column it resolves, by name and by type, before any value is read.
 
+use crate::pg::citus;
 use crate::pg::datum::{self, FromDatum};
 use crate::pg::error::{Error, Result, TRIGGER_PROTOCOL_VIOLATED, UNDEFINED_COLUMN};
 use crate::pg::fmgr::Call;
 use crate::pg::inval;
-use crate::pg::local::BackendLocal;
+use crate::pg::local::{BackendLocal, Guard};
 use pgrx::pg_sys::{self, Datum, Oid};
 use std::ffi::CStr;
 
@@ -65,6 +66,8 @@ pub struct Trigger<'a> {
     td: &'a pg_sys::TriggerData,
     op: Op,
     table: &'static str,
+    /// raised while the trigger runs when it fired on a Citus shard
+    _shard: Option<Guard<i64>>,
 }
 
 /// What this backend knows of the relations its triggers fired on, while no invalidation
@@ -80,6 +83,8 @@ struct Known {
 struct Root {
     namespace: Oid,
     name: Option<String>,
+    /// a Citus shard of a platform table: its id (and `name` is the table's)
+    shard: Option<i64>,
 }
 
 static KNOWN: BackendLocal<Known> = BackendLocal::new(Known {
@@ -134,14 +139,14 @@ unsafe extern "C-unwind" {
 
 /// The topmost ancestor of a relation that is a partition (itself otherwise), with its name
 /// and schema.
-fn root_of(rel: &pg_sys::RelationData) -> Root {
+fn root_of(rel: &pg_sys::RelationData) -> Result<Root> {
     if let Some(root) = known(|k| {
         k.roots
             .iter()
             .find(|(r, _)| *r == rel.rd_id)
             .map(|x| x.1.clone())
     }) {
-        return root;
+        return Ok(root);
     }
     // SAFETY: rd_rel is the relation's pg_class row, valid while the relation is open.
     let form = unsafe { &*rel.rd_rel };
@@ -162,20 +167,31 @@ fn root_of(rel: &pg_sys::RelationData) -> Root {
         }
     };
     // SAFETY: syscache lookups of the root; get_rel_name returns NULL or a palloc'd cstring.
-    let root = unsafe {
+    let mut root = unsafe {
         let p = pg_sys::get_rel_name(oid);
         Root {
             namespace: pg_sys::get_rel_namespace(oid),
             name: (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned()),
+            shard: None,
         }
     };
+    // a shard Citus made of a platform table (in the platform schema, where only its owner and
+    // Citus make relations, and listed as that table's shard in Citus' metadata)
+    if Some(root.namespace) == platform_schema() {
+        if let Some((table, id)) = root.name.as_deref().and_then(citus::split) {
+            if citus::is_shard_of(root.namespace, table, id)? {
+                root.name = Some(table.to_owned());
+                root.shard = Some(id);
+            }
+        }
+    }
     known(|k| {
         if k.roots.len() >= 256 {
             k.roots.clear();
         }
         k.roots.push((rel.rd_id, root.clone()));
     });
-    root
+    Ok(root)
 }
 
 impl<'a> Trigger<'a> {
@@ -207,7 +223,7 @@ impl<'a> Trigger<'a> {
         // The table: in the platform schema (only its owner can create relations there), and
         // one of the function's tables or a partition of one.
         let schema = platform_schema();
-        let root = root_of(rel);
+        let root = root_of(rel)?;
         let table = if Some(form.relnamespace) == schema && Some(root.namespace) == schema {
             spec.tables
                 .iter()
@@ -265,7 +281,14 @@ impl<'a> Trigger<'a> {
                 format!("{when} {} {level}", op.verb()),
             ));
         }
-        Ok(Trigger { td, op, table })
+        // on a shard, what the function reads is next to it (crate::pg::citus)
+        let _shard = root.shard.map(|id| citus::SHARD.enter(id));
+        Ok(Trigger {
+            td,
+            op,
+            table,
+            _shard,
+        })
     }
 
     pub fn op(&self) -> Op {

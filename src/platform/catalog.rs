@@ -20,6 +20,7 @@
 //! and then sees it. Changes are rare and decisions are not, so the changes pay for the
 //! ordering. A new tool needs no ordering: until it commits, a call to it is refused as unknown.
 
+use crate::pg::citus;
 use crate::pg::datum::{Bytea, Timestamp, Uuid};
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
 use crate::pg::fmgr::external_id;
@@ -96,6 +97,18 @@ fn lookup(namespace: Oid) -> Result<Rels> {
 
 /// Open one of the platform tables (and know its primary key), refreshing the cache if needed.
 fn open(namespace: Oid, which: &CStr, lock: u32) -> Result<(Table, Oid)> {
+    if let Some(shard) = citus::SHARD.current() {
+        // a trigger on a Citus shard: the shard of this table next to it (crate::pg::citus)
+        let table = if which == c"runs" { "runs" } else { "tools" };
+        if let Some(local) = citus::local_name(namespace, shard, table)? {
+            let name = std::ffi::CString::new(local.clone()).map_err(|_| missing(&local))?;
+            let t = Table::open(relation(namespace, &name), lock)?
+                .filter(|t| t.is(&name, namespace))
+                .ok_or_else(|| missing(&local))?;
+            let pk = t.primary_key();
+            return Ok((t, pk));
+        }
+    }
     let pick = |r: &Rels| {
         if which == c"runs" {
             (r.runs, r.runs_pkey)
@@ -483,6 +496,38 @@ unsafe extern "C-unwind" {
     fn nextval_oid(fcinfo: pg_sys::FunctionCallInfo) -> Datum;
 }
 
+/// On a Citus node, ids are taken from the node's own range, as Citus does for the sequences
+/// of distributed tables: from its group id times 2^48 (the coordinator, group 0, from 1), so
+/// that two nodes never hand out the same id. Checked once per backend and sequence.
+static NODE_RANGE: crate::pg::spi::SavedPlan = crate::pg::spi::SavedPlan::new(
+    c"SELECT pg_catalog.setval($1, g.groupid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 48, true)
+        FROM pg_catalog.pg_dist_local_group g
+       WHERE g.groupid OPERATOR(pg_catalog.>) 0
+         AND COALESCE(pg_catalog.pg_sequence_last_value($1), 0)
+             OPERATOR(pg_catalog.<) (g.groupid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 48)",
+);
+
+fn node_range(seq: Oid, owner: Oid) -> Result<()> {
+    static CHECKED: BackendLocal<Vec<Oid>> = BackendLocal::new(Vec::new());
+    if CHECKED.with(|c| c.contains(&seq)) {
+        return Ok(());
+    }
+    crate::pg::spi::as_owner(owner, || {
+        crate::pg::spi::with_spi(|spi| {
+            NODE_RANGE.execute(
+                spi,
+                &[pg_sys::REGCLASSOID],
+                &[Some(Datum::from(seq))],
+                false,
+                0,
+            )?;
+            Ok(())
+        })
+    })?;
+    CHECKED.with(|c| c.push(seq));
+    Ok(())
+}
+
 /// The next value of a sequence of the platform schema, taken as `owner` (the owner of the
 /// platform table whose trigger asks).
 pub fn next_id(namespace: Oid, sequence: &'static CStr, owner: Oid) -> Result<i64> {
@@ -513,6 +558,9 @@ pub fn next_id(namespace: Oid, sequence: &'static CStr, owner: Oid) -> Result<i6
     if seq == Oid::INVALID {
         return Err(missing(&sequence.to_string_lossy()));
     }
+    if on_shard() {
+        node_range(seq, owner)?;
+    }
     crate::pg::spi::as_owner(owner, || {
         // SAFETY: nextval_oid is a V1 function of one oid argument; the guard of pg_sys turns
         // its errors (sequence exhausted) into ours.
@@ -528,6 +576,14 @@ pub fn next_id(namespace: Oid, sequence: &'static CStr, owner: Oid) -> Result<i6
 pub fn trail_time() -> Timestamp {
     // SAFETY: reads the transaction's start time.
     Timestamp(unsafe { pg_sys::GetCurrentTransactionStartTimestamp() })
+}
+
+/// Is the running trigger on a Citus shard? A row's time was then filled where the statement
+/// entered the cluster (Citus evaluates `now()` there), which the trigger cannot tell from a
+/// writer's: it writes the time itself instead of checking it (README, "Scaling out with
+/// Citus").
+pub fn on_shard() -> bool {
+    citus::SHARD.current().is_some()
 }
 
 /// Refuse a writer's value for the trail's id, time or writer.

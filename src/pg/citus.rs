@@ -1,0 +1,227 @@
+//! Citus: where a platform table is, for a trigger that fired on a shard.
+//!
+//! On a Citus cluster (after `pg_labels.distribute()`) a row is written into a shard, a table
+//! named `<table>_<shard id>` in the platform schema of the node that holds it, and the
+//! trigger fires there. The logical table of that name on the node is an empty shell, so what
+//! the trigger reads must be the shards next to its own: the co-located shard of a distributed
+//! table (same hash range), or this node's placement of a reference table. [`SHARD`] says which
+//! shard the running trigger fired on ([`crate::pg::trigger::Trigger`] raises it for the
+//! call); [`local_name`] and [`rewrite`] turn a platform table's name into the one to read.
+//! Citus' metadata (`pg_dist_shard`) is on every node; without Citus nothing here is used.
+
+use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
+use crate::pg::inval;
+use crate::pg::local::{BackendLocal, Scoped};
+use pgrx::pg_sys::{self, Datum, Oid};
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+
+/// The shard the running trigger fired on, while it runs.
+pub static SHARD: Scoped<i64> = Scoped::new();
+
+/// The platform tables Citus may distribute (or replicate as reference tables).
+pub const TABLES: &[&str] = &[
+    "tools",
+    "listeners",
+    "grants",
+    "agent_versions",
+    "runs",
+    "steps",
+    "crossings",
+    "artifacts",
+    "shares",
+];
+
+/// `runs_102008` → (`runs`, 102008) when `runs` is a platform table.
+pub fn split(name: &str) -> Option<(&'static str, i64)> {
+    let (base, digits) = name.rsplit_once('_')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let table = TABLES.iter().find(|t| **t == base)?;
+    Some((table, digits.parse().ok()?))
+}
+
+/// What this backend found in Citus' metadata, while no invalidation arrived.
+struct Found {
+    generation: u64,
+    /// (shard, table) → the local relation's name, `None` if the table is not distributed
+    names: HashMap<(i64, &'static str), Option<String>>,
+    /// (table, shard) → is it a shard of that table
+    shards: HashMap<(&'static str, i64), bool>,
+}
+
+static FOUND: BackendLocal<Option<Found>> = BackendLocal::new(None);
+
+fn cached<R>(f: impl FnOnce(&mut Found) -> R) -> R {
+    let generation = inval::generation();
+    FOUND.with(|slot| {
+        let found = match slot {
+            Some(f) if f.generation == generation => f,
+            other => other.insert(Found {
+                generation,
+                names: HashMap::new(),
+                shards: HashMap::new(),
+            }),
+        };
+        f(found)
+    })
+}
+
+/// Is Citus' metadata here at all?
+fn has_metadata() -> bool {
+    // SAFETY: a syscache lookup by name.
+    unsafe {
+        pg_sys::get_relname_relid(
+            c"pg_dist_shard".as_ptr(),
+            Oid::from(pg_sys::PG_CATALOG_NAMESPACE),
+        ) != Oid::INVALID
+    }
+}
+
+/// One bigint from a query on Citus' catalogs (the first column of the first row), run through
+/// SPI with the given int8/oid arguments.
+fn query_i64(sql: &CStr, types: &[Oid], args: &[Datum]) -> Result<Option<i64>> {
+    // SAFETY: SPI_connect/SPI_finish bracket one read-only statement; its result is read before
+    // SPI_finish frees it; a PostgreSQL error inside propagates through pgrx's guard.
+    unsafe {
+        if pg_sys::SPI_connect() < 0 {
+            return Err(Error::new(
+                NOT_IN_PREREQUISITE_STATE,
+                "pg_labels: SPI_connect failed",
+            ));
+        }
+        let rc = pg_sys::SPI_execute_with_args(
+            sql.as_ptr(),
+            types.len() as i32,
+            types.as_ptr() as *mut Oid,
+            args.as_ptr() as *mut Datum,
+            std::ptr::null(),
+            true,
+            1,
+        );
+        let mut out = None;
+        if rc >= 0 && pg_sys::SPI_processed > 0 && !pg_sys::SPI_tuptable.is_null() {
+            let t = &*pg_sys::SPI_tuptable;
+            let mut isnull = false;
+            let d = pg_sys::SPI_getbinval(*t.vals, t.tupdesc, 1, &mut isnull);
+            if !isnull {
+                out = Some(d.value() as i64);
+            }
+        }
+        pg_sys::SPI_finish();
+        if rc < 0 {
+            return Err(Error::new(
+                NOT_IN_PREREQUISITE_STATE,
+                format!("pg_labels: reading Citus' metadata failed ({rc})"),
+            ));
+        }
+        Ok(out)
+    }
+}
+
+/// The logical platform table of that name (its OID), `INVALID` if there is none.
+fn logical(namespace: Oid, table: &str) -> Oid {
+    let Ok(name) = CString::new(table) else {
+        return Oid::INVALID;
+    };
+    // SAFETY: a syscache lookup by name.
+    unsafe { pg_sys::get_relname_relid(name.as_ptr(), namespace) }
+}
+
+/// Is shard `id` (by Citus' metadata) a shard of the platform table `table`?
+pub fn is_shard_of(namespace: Oid, table: &'static str, id: i64) -> Result<bool> {
+    if let Some(known) = cached(|f| f.shards.get(&(table, id)).copied()) {
+        return Ok(known);
+    }
+    let rel = logical(namespace, table);
+    let yes = rel != Oid::INVALID
+        && has_metadata()
+        && query_i64(
+            c"SELECT s.shardid FROM pg_catalog.pg_dist_shard s
+               WHERE s.shardid OPERATOR(pg_catalog.=) $1
+                 AND s.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) $2",
+            &[pg_sys::INT8OID, pg_sys::OIDOID],
+            &[Datum::from(id), Datum::from(rel)],
+        )?
+        .is_some();
+    cached(|f| f.shards.insert((table, id), yes));
+    Ok(yes)
+}
+
+/// The name of the relation on this node that holds, for the shard group of `shard`, the rows
+/// of the platform table `table`: its co-located shard (distributed), its placement (reference
+/// table), or `None` when Citus does not manage the table (it is read as it is).
+pub fn local_name(namespace: Oid, shard: i64, table: &'static str) -> Result<Option<String>> {
+    if let Some(known) = cached(|f| f.names.get(&(shard, table)).cloned()) {
+        return Ok(known);
+    }
+    let rel = logical(namespace, table);
+    let found = if rel == Oid::INVALID || !has_metadata() {
+        None
+    } else {
+        query_i64(
+            c"SELECT t.shardid FROM pg_catalog.pg_dist_shard t, pg_catalog.pg_dist_shard s
+               WHERE s.shardid OPERATOR(pg_catalog.=) $1
+                 AND t.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) $2
+                 AND (t.shardminvalue IS NULL OR t.shardminvalue OPERATOR(pg_catalog.=) s.shardminvalue)
+               ORDER BY t.shardid LIMIT 1",
+            &[pg_sys::INT8OID, pg_sys::OIDOID],
+            &[Datum::from(shard), Datum::from(rel)],
+        )?
+    };
+    let name = found.map(|id| format!("{table}_{id}"));
+    cached(|f| f.names.insert((shard, table), name.clone()));
+    Ok(name)
+}
+
+/// A statement naming platform tables (`pg_labels.runs`), with each name replaced by the
+/// relation that holds its rows for the shard group of `shard`.
+pub fn rewrite(namespace: Oid, sql: &CStr, shard: i64) -> Result<CString> {
+    let mut text = sql.to_string_lossy().into_owned();
+    for table in TABLES {
+        let from = format!("pg_labels.{table}");
+        if !text.contains(&from) {
+            continue;
+        }
+        let Some(local) = local_name(namespace, shard, table)? else {
+            continue;
+        };
+        let mut out = String::with_capacity(text.len() + 16);
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find(&from) {
+            let after = &rest[at + from.len()..];
+            let whole = !after
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
+            out.push_str(&rest[..at]);
+            if whole {
+                out.push_str("pg_labels.");
+                out.push_str(&local);
+            } else {
+                out.push_str(&from);
+            }
+            rest = after;
+        }
+        out.push_str(rest);
+        text = out;
+    }
+    CString::new(text).map_err(|_| Error::corrupt("statement"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split;
+
+    #[test]
+    fn names_of_shards() {
+        assert_eq!(split("runs_102008"), Some(("runs", 102008)));
+        assert_eq!(split("agent_versions_7"), Some(("agent_versions", 7)));
+        // a partition of a shard is named by its root (the shard) before this is asked
+        assert_eq!(split("steps_05_102060"), None);
+        assert_eq!(split("runs_"), None);
+        assert_eq!(split("runs"), None);
+        assert_eq!(split("mine_12"), None);
+    }
+}

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# The citus suite: Citus 13.2.2 built from ../shared/vendor/citus (if it is not installed), a
+# coordinator and two workers on localhost, pg_labels distributed with pg_labels.distribute(),
+# and the barrier checked through the coordinator and through a worker, as an ordinary writer;
+# then a third worker added after distribution. Needs the extension installed into PostgreSQL 15.
+# Usage: tests/citus/run.sh   (scripts/test.sh citus)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+VENDOR=${CITUS_VENDOR:-$ROOT/../shared/vendor/citus}
+BASE=$(mktemp -d /tmp/pg_labels_citus.XXXXXX)
+chown postgres: "$BASE"
+PORTS=(9700 9701 9702 9703)
+fails=0
+
+bash "$VENDOR/build.sh" "$PGBIN/pg_config"
+
+stop_all() {
+    for p in "${PORTS[@]}"; do
+        [ -d "$BASE/$p/data" ] && runuser -u postgres -- "$PGBIN/pg_ctl" -D "$BASE/$p/data" -m immediate stop >/dev/null 2>&1 || true
+    done
+    [ -n "${KEEP_CLUSTER:-}" ] && echo "kept in $BASE" >&2 || rm -rf "$BASE"
+}
+trap stop_all EXIT
+
+node() { # port: a node with Citus preloaded, reachable on localhost
+    local d=$BASE/$1
+    mkdir -p "$d" && chown postgres: "$d"
+    runuser -u postgres -- "$PGBIN/initdb" -D "$d/data" -U postgres -A trust --no-sync \
+        --encoding UTF8 --locale C.UTF-8 >/dev/null
+    cat >>"$d/data/postgresql.conf" <<CONF
+shared_preload_libraries = 'citus'
+listen_addresses = 'localhost'
+port = $1
+unix_socket_directories = '$d'
+fsync = off
+max_connections = 100
+wal_level = logical
+citus.enable_unsafe_triggers = on
+CONF
+    runuser -u postgres -- env RUST_BACKTRACE=1 "$PGBIN/pg_ctl" -D "$d/data" -l "$d/server.log" -w start >/dev/null
+    q "$1" postgres -c "CREATE EXTENSION citus"
+}
+
+q() { # port role psql-args...: psql as a role, stopping at the first error
+    local port=$1 role=$2; shift 2
+    "$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h localhost -p "$port" -U "$role" -d postgres "$@"
+}
+
+check() { # name expected actual
+    if [ "$2" = "$3" ]; then
+        echo "ok   $1"
+    else
+        echo "FAIL $1: expected [$2], got [$3]"
+        fails=$((fails + 1))
+    fi
+}
+
+sqlstate() { # port role sql: the SQLSTATE the statement fails with ("" if it succeeds)
+    local out
+    out=$("$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -v VERBOSITY=verbose -h localhost -p "$1" -U "$2" -d postgres \
+        -c '\set VERBOSITY verbose' -c "$3" 2>&1 >/dev/null || true)
+    sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\):.*/\1/p' <<<"$out" | head -1
+    if grep -q "XX000\|panicked\|\.rs:[0-9]" <<<"$out"; then
+        echo "FAIL no internal error may reach a client: $out" >&2
+        fails=$((fails + 1))
+    fi
+}
+
+for p in 9700 9701 9702; do node $p; done
+C=9700
+q $C postgres -c "SELECT citus_set_coordinator_host('localhost', $C)" \
+    -c "SELECT citus_add_node('localhost', 9701)" -c "SELECT citus_add_node('localhost', 9702)" >/dev/null
+
+echo "== CREATE EXTENSION on the coordinator; Citus' copies on the workers have no platform tables"
+q $C postgres -c "CREATE EXTENSION pg_labels"
+for p in 9701 9702; do
+    check "worker $p has the extension" "0.2.0" "$(q $p postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_labels'")"
+    check "worker $p has no platform table of its own" "0" \
+        "$(q $p postgres -c "SELECT count(*) FROM pg_class WHERE relnamespace = 'pg_labels'::regnamespace AND relkind IN ('r', 'p')")"
+done
+check "distribute() refuses a role that is not a superuser" "42501" \
+    "$(q $C postgres -c "CREATE ROLE nobody LOGIN" >/dev/null; sqlstate $C nobody "SELECT pg_labels.distribute()")"
+
+echo "== pg_labels.distribute()"
+q $C postgres -c "SELECT pg_labels.distribute()" >/dev/null
+check "runs and steps distributed by run, co-located" "pg_labels.runs|h|id
+pg_labels.steps|h|run_id" "$(q $C postgres -c "SELECT logicalrelid::text, partmethod, column_to_column_name(logicalrelid, partkey)
+    FROM pg_dist_partition WHERE logicalrelid IN ('pg_labels.runs'::regclass, 'pg_labels.steps'::regclass) ORDER BY 1")"
+check "the catalogs are reference tables" "agent_versions,artifacts,crossings,grants,listeners,shares,tools" \
+    "$(q $C postgres -c "SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_dist_partition p JOIN pg_class c ON c.oid = p.logicalrelid
+    WHERE p.partmethod = 'n' AND c.relnamespace = 'pg_labels'::regnamespace")"
+check "steps and runs are no longer extension members" "0" \
+    "$(q $C postgres -c "SELECT count(*) FROM pg_depend WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+    AND classid = 'pg_class'::regclass AND objid IN ('pg_labels.runs'::regclass, 'pg_labels.steps'::regclass)")"
+check "a second distribute() does nothing" "" "$(sqlstate $C postgres "SELECT pg_labels.distribute()")"
+
+echo "== an ordinary writer, through the coordinator"
+q $C postgres <<'SQL' >/dev/null
+CREATE ROLE agent_svc LOGIN;
+GRANT USAGE ON SCHEMA pg_labels TO agent_svc;
+SELECT run_command_on_workers('GRANT USAGE ON SCHEMA pg_labels TO agent_svc');
+GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO agent_svc;
+GRANT SELECT ON pg_labels.tools TO agent_svc;
+INSERT INTO pg_labels.tools (name, effect, trusted_output) VALUES
+    ('crm.read', 'read', true), ('web.fetch', 'read', false),
+    ('stripe.refund', 'financial', false), ('ticket.update', 'reversible_write', true);
+SQL
+R1=00000000-0000-0000-0000-0000000000a1
+check "open a run" "{area:acme/support}" \
+    "$(q $C agent_svc -c "INSERT INTO pg_labels.runs (id, scope, agent) VALUES ('$R1', 'acme/support', 'support-bot') RETURNING labels")"
+check "a read is allowed" "allow" \
+    "$(q $C agent_svc -c "INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('$R1', 'tool_called', 'crm.read') RETURNING decision")"
+check "a tool result from outside carries origin:tool" "{origin:tool}" \
+    "$(q $C agent_svc -c "INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('$R1', 'tool_result', 'web.fetch') RETURNING labels")"
+check "untrusted data never reaches a financial tool (23L02)" "23L02" \
+    "$(sqlstate $C agent_svc "INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('$R1', 'tool_called', 'stripe.refund')")"
+check "the gate blocks it and records why" "block|untrusted_to_irreversible" \
+    "$(q $C agent_svc -c "SELECT decision, rule FROM pg_labels.gate('$R1', 'stripe.refund')")"
+check "an unknown tool is refused (23L04)" "23L04" \
+    "$(sqlstate $C agent_svc "INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('$R1', 'tool_called', 'no.such.tool')")"
+check "a writer's time is not taken (the shard's trigger writes its own)" "t" \
+    "$(q $C agent_svc -c "INSERT INTO pg_labels.steps (run_id, kind, args, created_at) VALUES ('$R1', 'planned', '{}', '2001-01-01') RETURNING created_at > '2020-01-01'")"
+check "a writer's id is refused (428C9)" "428C9" \
+    "$(sqlstate $C agent_svc "INSERT INTO pg_labels.steps (id, run_id, kind) VALUES (7, '$R1', 'planned')")"
+check "the steps and the run's chain agree" "4|4" \
+    "$(q $C agent_svc -c "SELECT (SELECT count(*) FROM pg_labels.steps WHERE run_id = '$R1'), (SELECT chain_length FROM pg_labels.runs WHERE id = '$R1')")"
+R4=00000000-0000-0000-0000-0000000000a4
+q $C agent_svc -c "INSERT INTO pg_labels.runs (id, scope) VALUES ('$R4', 'acme/support')" \
+    -c "INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('$R4', 'input', '{company:globex}')" >/dev/null
+check "another company's data enters a run" "{area:acme/support,company:globex}" \
+    "$(q $C agent_svc -c "SELECT labels FROM pg_labels.runs WHERE id = '$R4'")"
+check "... then no tool call escapes the run's scope (23L01)" "23L01" \
+    "$(sqlstate $C agent_svc "INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('$R4', 'tool_called', 'crm.read')")"
+check "the run is sealed: its scope does not change (23L05)" "23L05" \
+    "$(sqlstate $C postgres "UPDATE pg_labels.runs SET scope = 'globex' WHERE id = '$R1'")"
+
+echo "== the same writer, through a worker"
+R2=00000000-0000-0000-0000-0000000000b2
+q 9702 agent_svc -c "INSERT INTO pg_labels.runs (id, scope, agent) VALUES ('$R2', 'acme/billing', 'billing-bot')" >/dev/null
+check "a read is allowed" "allow" \
+    "$(q 9702 agent_svc -c "INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('$R2', 'tool_called', 'crm.read') RETURNING decision")"
+q 9702 agent_svc -c "INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('$R2', 'tool_result', 'web.fetch')" >/dev/null
+check "untrusted data never reaches a financial tool (23L02)" "23L02" \
+    "$(sqlstate 9702 agent_svc "INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('$R2', 'tool_called', 'stripe.refund')")"
+check "a step of a run that does not exist is refused (23503)" "23503" \
+    "$(sqlstate 9701 agent_svc "INSERT INTO pg_labels.steps (run_id, kind) VALUES ('00000000-0000-0000-0000-0000000000ff', 'planned')")"
+
+echo "== step ids: each node takes them from its own range"
+check "no id is taken twice" "0" "$(q $C postgres -c "SELECT count(*) FROM (SELECT id FROM pg_labels.steps GROUP BY id HAVING count(*) > 1) d")"
+check "ids follow each run's order" "t" "$(q $C postgres -c "SELECT bool_and(ok) FROM (SELECT id > lag(id, 1, 0::bigint) OVER (PARTITION BY run_id ORDER BY created_at, id) AS ok FROM pg_labels.steps) s")"
+
+echo "== a third worker joins after distribution"
+node 9703
+check "citus_add_node succeeds (the extension's copy there has no tables)" "" \
+    "$(sqlstate $C postgres "SELECT citus_add_node('localhost', 9703)")"
+check "it holds the catalogs" "4" "$(q 9703 postgres -c "SELECT count(*) FROM pg_labels.tools")"
+R3=00000000-0000-0000-0000-0000000000c3
+q 9703 postgres -c "GRANT USAGE ON SCHEMA pg_labels TO agent_svc" 2>/dev/null || true
+q 9703 agent_svc -c "INSERT INTO pg_labels.runs (id, scope) VALUES ('$R3', 'acme/ops')" >/dev/null
+check "a writer through it is judged the same (23L04)" "23L04" \
+    "$(sqlstate 9703 agent_svc "INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('$R3', 'tool_called', 'no.such.tool')")"
+
+echo
+if [ "$fails" -gt 0 ]; then
+    echo "citus: $fails check(s) failed"
+    exit 1
+fi
+echo "citus: all checks passed"
