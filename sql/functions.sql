@@ -121,6 +121,20 @@ AS 'MODULE_PATHNAME', 'pgl_visible' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED
 COMMENT ON FUNCTION pg_labels.visible(@extschema@.labelset) IS
     'The entered scope can carry these labels (false when no scope is entered): the row-level security predicate';
 
+-- The policies on a Citus cluster (pg_labels.distribute(); Citus runs no subquery in a policy)
+CREATE FUNCTION pg_labels.run_visible(rel oid, run uuid) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_run_visible' LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION pg_labels.run_visible(oid, uuid) IS
+    'The run (read next to the relation rel: on Citus, the co-located shard) is one the caller sees: a writer of runs, or its labels are visible';
+CREATE FUNCTION pg_labels.artifact_visible(rel oid, artifact uuid) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_artifact_visible' LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION pg_labels.artifact_visible(oid, uuid) IS
+    'The artifact (read next to the relation rel) is one the caller sees: a writer of artifacts, or its labels are visible';
+CREATE FUNCTION pg_labels.member_of(role name) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_member_of' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION pg_labels.member_of(name) IS
+    'The current role is this role or a member of it (false for a role that does not exist)';
+
 CREATE FUNCTION pg_labels.protect(tab regclass, col name DEFAULT 'labels') RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp

@@ -967,6 +967,20 @@ $grants$;
 --------------------------------------------------------------------------------------------
 -- Scaling out with Citus (sql/citus.sql of 0.2.0)
 --------------------------------------------------------------------------------------------
+-- The policies on a Citus cluster (pg_labels.distribute(); Citus runs no subquery in a policy)
+CREATE FUNCTION pg_labels.run_visible(rel oid, run uuid) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_run_visible' LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION pg_labels.run_visible(oid, uuid) IS
+    'The run (read next to the relation rel: on Citus, the co-located shard) is one the caller sees: a writer of runs, or its labels are visible';
+CREATE FUNCTION pg_labels.artifact_visible(rel oid, artifact uuid) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_artifact_visible' LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION pg_labels.artifact_visible(oid, uuid) IS
+    'The artifact (read next to the relation rel) is one the caller sees: a writer of artifacts, or its labels are visible';
+CREATE FUNCTION pg_labels.member_of(role name) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_member_of' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION pg_labels.member_of(name) IS
+    'The current role is this role or a member of it (false for a role that does not exist)';
+
 -- pg_labels: scaling out with Citus (README, "Scaling out with Citus").
 
 CREATE FUNCTION pg_labels.distribute(shard_count int DEFAULT 32) RETURNS void
@@ -1014,7 +1028,8 @@ BEGIN
     CREATE INDEX steps_id_idx ON pg_labels.steps (id);
 
     -- 3. Citus runs no subquery in a policy: the same rules without one (the writers' check is
-    --    made per row; what an analyst sees of steps and shares is the writers' only, for now).
+    --    made per row; a step's run and a share's artifact are read by a function, next to
+    --    the shard the policy is checked on).
     FOR r IN SELECT p.polname, p.polrelid::pg_catalog.regclass AS t FROM pg_catalog.pg_policy p
                JOIN pg_catalog.pg_class c ON c.oid = p.polrelid
               WHERE c.relnamespace = 'pg_labels'::pg_catalog.regnamespace
@@ -1028,12 +1043,12 @@ BEGIN
                  OR c.oid IN (SELECT inhrelid FROM pg_catalog.pg_inherits
                                WHERE inhparent = 'pg_labels.steps'::pg_catalog.regclass)
     LOOP
-        EXECUTE pg_catalog.format('CREATE POLICY steps_visible ON %s USING (%s)', r.t,
-                                  pg_catalog.format(writer, 'pg_labels.steps'));
+        EXECUTE pg_catalog.format('CREATE POLICY steps_visible ON %s USING (%s OR (pg_labels.visible(labels) AND pg_labels.run_visible(tableoid, run_id)))',
+                                  r.t, pg_catalog.format(writer, 'pg_labels.steps'));
     END LOOP;
     EXECUTE pg_catalog.format('CREATE POLICY artifacts_visible ON pg_labels.artifacts USING (%s OR pg_labels.visible(labels))',
                               pg_catalog.format(writer, 'pg_labels.artifacts'));
-    EXECUTE pg_catalog.format('CREATE POLICY shares_visible ON pg_labels.shares USING (%s)',
+    EXECUTE pg_catalog.format('CREATE POLICY shares_visible ON pg_labels.shares USING (%s OR pg_labels.artifact_visible(tableoid, artifact_id))',
                               pg_catalog.format(writer, 'pg_labels.shares'));
     EXECUTE pg_catalog.format('CREATE POLICY agent_versions_visible ON pg_labels.agent_versions USING (%s OR pg_labels.visible(@extschema@.labelset(scope)))',
                               pg_catalog.format(writer, 'pg_labels.agent_versions'));
@@ -1045,7 +1060,7 @@ BEGIN
                OR pg_catalog.has_function_privilege('pg_labels.revoke_crossing(bigint, text)', 'EXECUTE')
                OR pg_labels.visible(@extschema@.labelset(from_scope))
                OR pg_labels.visible(@extschema@.labelset(to_scope)));
-    EXECUTE pg_catalog.format('CREATE POLICY grants_visible ON pg_labels.grants USING (%s OR pg_labels.visible(@extschema@.labelset(scope)))',
+    EXECUTE pg_catalog.format('CREATE POLICY grants_visible ON pg_labels.grants USING (%s OR pg_labels.member_of(role) OR pg_labels.visible(@extschema@.labelset(scope)))',
                               pg_catalog.format(writer, 'pg_labels.grants'));
 
     -- 4. The catalogs on every node; runs and the trail spread by run, each run's steps with it.

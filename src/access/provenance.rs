@@ -14,7 +14,7 @@
 
 use crate::pg::datum::{text_datum, uuid_array_datum, Timestamp, Uuid};
 use crate::pg::error::Result;
-use crate::pg::fmgr::{ret_bytes, Call};
+use crate::pg::fmgr::ret_bytes;
 use crate::pg::spi::{with_spi, SavedPlan};
 use crate::pg::srf;
 use crate::sql_function;
@@ -157,7 +157,7 @@ sql_function! {
         if call.is_null(0) {
             return Ok(Datum::from(0usize));
         }
-        let start = uuid_arg(&call);
+        let start = call.uuid(0);
         let (reads, runs) = walk(start)?;
         for r in &reads {
             let run = r.upstream.and_then(|u| runs.get(&u));
@@ -179,7 +179,7 @@ sql_function! {
 
     /// `pg_labels.lineage_dot(run uuid) → text`: the lineage as a Graphviz DOT graph.
     fn pgl_lineage_dot(call) {
-        let start = uuid_arg(&call);
+        let start = call.uuid(0);
         let (reads, runs) = walk(start)?;
         let node = |id: &Uuid, root: bool| {
             let facts = runs.get(id).cloned().unwrap_or_default();
@@ -221,20 +221,6 @@ sql_function! {
 }
 
 /// The `uuid` argument 0 of a call.
-fn uuid_arg(call: &Call<'_>) -> Uuid {
-    let mut u = [0u8; 16];
-    if !call.is_null(0) {
-        // SAFETY: the SQL declaration makes argument 0 a uuid: 16 bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                call.datum(0).cast_mut_ptr::<u8>() as *const u8,
-                u.as_mut_ptr(),
-                16,
-            )
-        }
-    }
-    Uuid(u)
-}
 
 #[cfg(any(test, feature = "pg_test"))]
 pub mod tests {

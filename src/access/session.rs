@@ -11,6 +11,7 @@
 //! function, a reused connection) no scope is entered. A session scope is checked against the
 //! grants again in every later transaction, so a revoked grant ends it.
 
+use crate::pg::citus;
 use crate::pg::datum::Name;
 use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
 use crate::pg::fmgr::{external_id, ret_bool};
@@ -18,12 +19,14 @@ use crate::pg::local::BackendLocal;
 use crate::pg::spi::{
     as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan,
 };
+use crate::pg::trigger::platform_schema;
 use crate::platform::catalog::platform_owner;
 use crate::platform::crossings::ancestors_array;
 use crate::sql_function;
 use crate::types::datum::{scope_datum, TypeArgs};
 use pg_labels_core::refusal;
 use pgrx::pg_sys::{self, Oid, SubTransactionId};
+use std::ffi::CStr;
 
 #[derive(Clone, Debug)]
 struct Entered {
@@ -44,6 +47,9 @@ struct State {
     /// `visible()`'s answers for labelsets stored out of line (TOAST), in this transaction and
     /// scope: see [`Answers`].
     answers: Option<Answers>,
+    /// On a Citus node: the scope a transaction carried here, for whom, and whether a grant
+    /// lets that role enter it (see [`carried`]).
+    carried: Option<(u64, Oid, Vec<u8>, bool)>,
 }
 
 /// A policy that checks the same big labelset for many rows (a run carrying 100,000 labels,
@@ -65,6 +71,7 @@ static STATE: BackendLocal<State> = BackendLocal::new(State {
     saved: Vec::new(),
     xact: 0,
     answers: None,
+    carried: None,
 });
 
 impl Answers {
@@ -261,6 +268,11 @@ static GRANTS_REACHING: SavedPlan =
 fn granted(role: Oid, target: &[u8]) -> Result<bool> {
     let owner = platform_owner()?;
     let ancestors = ancestors_array(target)?;
+    // on a Citus node, the grants are this node's copy of the reference table
+    let _place = match (citus::loaded(), platform_schema()) {
+        (true, Some(ns)) => citus::reference_shard(ns, "grants")?.map(|id| citus::SHARD.enter(id)),
+        _ => None,
+    };
     as_owner(owner, || {
         with_spi(|spi| {
             let rows = GRANTS_REACHING.execute(
@@ -283,9 +295,65 @@ fn granted(role: Oid, target: &[u8]) -> Result<bool> {
     })
 }
 
+/// The name of the setting a transaction carries its entered scope to Citus' workers in.
+const CARRIED: &CStr = c"pg_labels.carried_scope";
+
+/// On a Citus cluster a statement's rows are read by backends Citus opens on the workers for
+/// it, which have entered no scope. `enter_scope()` sets `pg_labels.carried_scope` for its
+/// transaction as a statement Citus carries to every node the transaction reaches; such a
+/// backend takes that scope only if a grant (this node's copy of `pg_labels.grants`) lets the
+/// current role enter it, as `enter_scope()` checked. Anyone can set the setting or claim to be
+/// Citus' backend: that gives nothing a grant does not.
+fn carried() -> Result<Option<Vec<u8>>> {
+    if !citus::internal_backend() {
+        return Ok(None);
+    }
+    let Some(text) = citus::setting(CARRIED).filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let Ok(path) = pg_labels_core::scope::parse(text.as_bytes()) else {
+        return Ok(None);
+    };
+    let user = current_user();
+    let xact = state(|s| s.xact);
+    let kept = state(|s| {
+        s.carried
+            .as_ref()
+            .filter(|c| c.0 == xact && c.1 == user && c.2 == path)
+            .map(|c| c.3)
+    });
+    let ok = match kept {
+        Some(ok) => ok,
+        None => {
+            let ok = granted(user, &path)?;
+            state(|s| s.carried = Some((xact, user, path.clone(), ok)));
+            ok
+        }
+    };
+    Ok(ok.then_some(path))
+}
+
+/// Carry the entered scope (or none: "") to the nodes of a Citus cluster this transaction
+/// reaches (in a transaction block, where Citus carries `SET LOCAL`).
+fn carry(path: Option<&[u8]>) -> Result<()> {
+    // SAFETY: reads the transaction state.
+    if citus::loaded() && unsafe { pg_sys::IsTransactionBlock() } {
+        let text = path.map(pg_labels_core::scope::to_text).unwrap_or_default();
+        citus::set_local_carried(&CARRIED.to_string_lossy(), &text)?;
+    }
+    Ok(())
+}
+
 /// The scope in force for the current role, if any (checking a session scope's grant again
 /// once per transaction).
 fn effective() -> Result<Option<Vec<u8>>> {
+    match entered()? {
+        Some(p) => Ok(Some(p)),
+        None => carried(),
+    }
+}
+
+fn entered() -> Result<Option<Vec<u8>>> {
     let user = current_user();
     enum Next {
         Done(Option<Vec<u8>>),
@@ -342,6 +410,7 @@ sql_function! {
                 s.local = Some(e);
             }
         });
+        carry(Some(&target))?;
         scope_datum(&target)
     }
 
@@ -352,6 +421,7 @@ sql_function! {
             s.local = None;
             s.session = None;
         });
+        carry(None)?;
         call.null()
     }
 
@@ -361,6 +431,30 @@ sql_function! {
             Some(p) => scope_datum(&p),
             None => call.null(),
         }
+    }
+
+    /// `pg_labels.run_visible(rel oid, run uuid) → boolean`: the policy of `steps` on a Citus
+    /// cluster (which runs no subquery in a policy): the run, read next to `rel` (a shard's
+    /// co-located shard of runs), is one the caller sees: a writer of runs, or its labels are
+    /// visible. Nothing a `SELECT` on runs would not show.
+    fn pgl_run_visible(call) {
+        row_visible(&call, "runs")
+    }
+
+    /// `pg_labels.artifact_visible(rel oid, artifact uuid) → boolean`: the same for `shares`
+    /// and their artifact.
+    fn pgl_artifact_visible(call) {
+        row_visible(&call, "artifacts")
+    }
+
+    /// `pg_labels.member_of(role name) → boolean`: the current role is that role or a member
+    /// of it (false for a role that does not exist); the policy of `grants` on Citus.
+    fn pgl_member_of(call) {
+        if call.is_null(0) {
+            return ret_bool(false);
+        }
+        let name = String::from_utf8_lossy(call.cstring(0)).into_owned();
+        ret_bool(role_oid(&name).is_some_and(|r| is_member(current_user(), r)))
     }
 
     /// `pg_labels.visible(labels labelset) → boolean`: the entered scope can carry the labels.
@@ -379,4 +473,32 @@ sql_function! {
         }
         ret_bool(answer)
     }
+}
+
+/// [`pgl_run_visible`], [`pgl_artifact_visible`]: the row of `table` with the id in argument 1,
+/// read next to the relation in argument 0, is one the caller may see.
+fn row_visible(call: &crate::pg::fmgr::Call<'_>, table: &'static str) -> Result<pg_sys::Datum> {
+    if call.is_null(0) || call.is_null(1) {
+        return ret_bool(false);
+    }
+    let Some(namespace) = platform_schema() else {
+        return ret_bool(false);
+    };
+    let rel = Oid::from(call.datum(0).value() as u32);
+    let id = call.uuid(1);
+    let writer =
+        crate::pg::spi::may_insert(crate::platform::catalog::relation_named(namespace, table));
+    if writer {
+        return ret_bool(true);
+    }
+    let Some(scope) = effective()? else {
+        return ret_bool(false);
+    };
+    let _place = citus::shard_of_relation(namespace, rel)?.map(|s| citus::SHARD.enter(s));
+    let Some(body) = crate::platform::catalog::labels_of(namespace, table, &id)? else {
+        return ret_bool(false);
+    };
+    let labels =
+        pg_labels_core::LabelSet::from_body(&body).map_err(|_| Error::corrupt("labels"))?;
+    ret_bool(labels.carried_by(&scope))
 }

@@ -170,9 +170,123 @@ pub fn local_name(namespace: Oid, shard: i64, table: &'static str) -> Result<Opt
             &[Datum::from(shard), Datum::from(rel)],
         )?
     };
-    let name = found.map(|id| format!("{table}_{id}"));
+    // read here only if this node holds it (a reference table has no placement on a
+    // coordinator that is not in Citus' metadata: the logical table is read there)
+    let name = found.map(|id| format!("{table}_{id}")).filter(|n| {
+        CString::new(n.as_str()).is_ok_and(|c| {
+            // SAFETY: a syscache lookup by name.
+            unsafe { pg_sys::get_relname_relid(c.as_ptr(), namespace) != Oid::INVALID }
+        })
+    });
     cached(|f| f.names.insert((shard, table), name.clone()));
     Ok(name)
+}
+
+/// The shard of a reference table (any shard id stands for it in [`local_name`]).
+pub fn reference_shard(namespace: Oid, table: &'static str) -> Result<Option<i64>> {
+    let rel = logical(namespace, table);
+    if rel == Oid::INVALID || !has_metadata() {
+        return Ok(None);
+    }
+    query_i64(
+        c"SELECT s.shardid FROM pg_catalog.pg_dist_shard s
+           WHERE s.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 AND s.shardminvalue IS NULL",
+        &[pg_sys::OIDOID],
+        &[Datum::from(rel)],
+    )
+}
+
+/// The shard a relation of the platform schema is (a shard of a platform table or of one of
+/// its partitions, by its name's suffix and Citus' metadata), `None` for any other relation.
+pub fn shard_of_relation(namespace: Oid, relid: Oid) -> Result<Option<i64>> {
+    // SAFETY: syscache lookups; get_rel_name returns NULL or a palloc'd cstring.
+    let name = unsafe {
+        if pg_sys::get_rel_namespace(relid) != namespace {
+            return Ok(None);
+        }
+        let p = pg_sys::get_rel_name(relid);
+        if p.is_null() {
+            return Ok(None);
+        }
+        CStr::from_ptr(p).to_string_lossy().into_owned()
+    };
+    let Some(id) = name
+        .rsplit_once('_')
+        .filter(|(_, d)| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|(_, d)| d.parse::<i64>().ok())
+    else {
+        return Ok(None);
+    };
+    if !has_metadata() {
+        return Ok(None);
+    }
+    let found = query_i64(
+        c"SELECT s.shardid FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_class c
+              ON c.oid OPERATOR(pg_catalog.=) s.logicalrelid::pg_catalog.oid
+           WHERE s.shardid OPERATOR(pg_catalog.=) $1 AND c.relnamespace OPERATOR(pg_catalog.=) $2",
+        &[pg_sys::INT8OID, pg_sys::OIDOID],
+        &[Datum::from(id), Datum::from(namespace)],
+    )?;
+    Ok(found)
+}
+
+/// Is this backend one Citus opened to run part of a statement for another node (its
+/// `application_name` says so)? Anyone can claim it: what such a backend is told is checked
+/// as any other claim would be.
+pub fn internal_backend() -> bool {
+    setting(c"application_name").is_some_and(|a| a.starts_with("citus_internal gpid="))
+}
+
+/// Is Citus loaded in this backend?
+pub fn loaded() -> bool {
+    setting(c"citus.propagate_set_commands").is_some()
+}
+
+/// A setting's value, `None` when there is no such setting.
+pub fn setting(name: &CStr) -> Option<String> {
+    // SAFETY: GetConfigOption with missing_ok returns NULL or the setting's value, valid until
+    // the setting changes; it is copied at once.
+    unsafe {
+        let p = pg_sys::GetConfigOption(name.as_ptr(), true, false);
+        (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
+    }
+}
+
+/// `SET LOCAL name TO 'value'` as a statement Citus carries to every node this transaction
+/// reaches (in a transaction block; `citus.propagate_set_commands` is set to `local` for the
+/// transaction first). `value` must need no quoting beyond its single quotes.
+pub fn set_local_carried(name: &str, value: &str) -> Result<()> {
+    if value.contains('\'')
+        || value.contains('\\')
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+    {
+        return Err(Error::corrupt("setting"));
+    }
+    let sql = CString::new(format!(
+        "SET LOCAL citus.propagate_set_commands TO 'local'; SET LOCAL {name} TO '{value}'"
+    ))
+    .map_err(|_| Error::corrupt("setting"))?;
+    // SAFETY: SPI_connect/SPI_finish bracket two utility statements we made; a PostgreSQL
+    // error inside propagates through pgrx's guard.
+    unsafe {
+        if pg_sys::SPI_connect() < 0 {
+            return Err(Error::new(
+                NOT_IN_PREREQUISITE_STATE,
+                "pg_labels: SPI_connect failed",
+            ));
+        }
+        let rc = pg_sys::SPI_execute(sql.as_ptr(), false, 0);
+        pg_sys::SPI_finish();
+        if rc < 0 {
+            return Err(Error::new(
+                NOT_IN_PREREQUISITE_STATE,
+                format!("pg_labels: SET LOCAL {name} failed ({rc})"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A statement naming platform tables (`pg_labels.runs`), with each name replaced by the

@@ -437,3 +437,19 @@ pub fn row_security_on() -> bool {
     // SAFETY: reads a GUC variable of this backend.
     unsafe { pg_sys::row_security }
 }
+
+/// May the current user insert into this relation (false if there is none)?
+pub fn may_insert(relid: Oid) -> bool {
+    if relid == Oid::INVALID {
+        return false;
+    }
+    // SAFETY: a privilege check on an OID (a missing relation was excluded above; a
+    // concurrently dropped one reads as no privilege).
+    unsafe {
+        pg_sys::pg_class_aclcheck(
+            relid,
+            pg_sys::GetUserId(),
+            pg_sys::ACL_INSERT as pg_sys::AclMode,
+        ) == pg_sys::AclResult::ACLCHECK_OK
+    }
+}

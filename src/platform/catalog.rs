@@ -67,6 +67,13 @@ fn missing(what: &str) -> Error {
     .hint("The platform tables are created by CREATE EXTENSION pg_labels (or restored from a dump); see the README's operations section.")
 }
 
+/// A platform table by its name (`INVALID` if there is none).
+pub fn relation_named(namespace: Oid, table: &str) -> Oid {
+    std::ffi::CString::new(table)
+        .map(|c| relation(namespace, &c))
+        .unwrap_or(Oid::INVALID)
+}
+
 /// A relation of the platform schema by name.
 pub fn relation(namespace: Oid, name: &CStr) -> Oid {
     // SAFETY: a syscache lookup by name.
@@ -576,6 +583,32 @@ pub fn next_id(namespace: Oid, sequence: &'static CStr, owner: Oid) -> Result<i6
 pub fn trail_time() -> Timestamp {
     // SAFETY: reads the transaction's start time.
     Timestamp(unsafe { pg_sys::GetCurrentTransactionStartTimestamp() })
+}
+
+static LABELS_COLUMN: Columns<1> = Columns::new([col::<LabelSetBufCol>(c"labels")]);
+
+/// The labels stored in a row of `runs` or `artifacts` (by id), as the statement's snapshot
+/// sees it, read directly (no row-level security: for the policies' own checks). On a Citus
+/// shard (see [`citus::SHARD`]) the table next to it is read.
+pub fn labels_of(namespace: Oid, table: &'static str, id: &Uuid) -> Result<Option<Vec<u8>>> {
+    let local = match citus::SHARD.current() {
+        Some(shard) => citus::local_name(namespace, shard, table)?,
+        None => None,
+    };
+    let name =
+        std::ffi::CString::new(local.as_deref().unwrap_or(table)).map_err(|_| missing(table))?;
+    let rel = Table::open(relation(namespace, &name), pg_sys::AccessShareLock)?
+        .filter(|t| t.is(&name, namespace))
+        .ok_or_else(|| missing(table))?;
+    let [c_labels] = rel.columns(&LABELS_COLUMN)?;
+    let pkey = rel.primary_key();
+    let found = rel.probe(pkey, id.datum(), pg_sys::F_UUID_EQ, false, |found| {
+        Ok(found
+            .get::<LabelSetCol<'_>>(c_labels)?
+            .map(|l| l.body().to_vec())
+            .unwrap_or_default())
+    })?;
+    Ok(found)
 }
 
 /// Is the running trigger on a Citus shard? A row's time was then filled where the statement

@@ -321,19 +321,6 @@ fn describe(b: &Break) -> (Option<i64>, &'static str, String) {
     (b.step, b.how.name(), b.to_string())
 }
 
-fn uuid_arg(call: &Call<'_>, n: usize) -> Uuid {
-    let mut u = [0u8; 16];
-    // SAFETY: the SQL declaration makes argument n a uuid (16 bytes); the caller checked NULL.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            call.datum(n).cast_mut_ptr::<u8>() as *const u8,
-            u.as_mut_ptr(),
-            16,
-        )
-    };
-    Uuid(u)
-}
-
 // ---- the ledger ----
 
 /// One run in a digest: its id, how many steps its chain held, and its head then.
@@ -481,7 +468,7 @@ sql_function! {
         if call.is_null(0) {
             return Ok(Datum::from(0usize));
         }
-        let id = uuid_arg(&call, 0);
+        let id = call.uuid(0);
         let Some(run) = run_row(&id)? else {
             out.push(&[
                 Some(Datum::from(false)),
