@@ -43,6 +43,9 @@ BEGIN
     ALTER TABLE pg_labels.steps DROP CONSTRAINT steps_pkey;
     ALTER TABLE pg_labels.steps ADD PRIMARY KEY (run_id, id, slot);
     CREATE INDEX steps_id_idx ON pg_labels.steps (id);
+    -- a reference table's row is written on every node: its id is taken once, where the
+    -- statement enters the cluster (Citus evaluates a default there)
+    ALTER TABLE pg_labels.shares ALTER COLUMN id SET DEFAULT pg_labels.next_share_id();
 
     -- 3. Citus runs no subquery in a policy: the same rules without one (the writers' check is
     --    made per row; a step's run and a share's artifact are read by a function, next to

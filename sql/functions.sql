@@ -130,6 +130,10 @@ CREATE FUNCTION pg_labels.artifact_visible(rel oid, artifact uuid) RETURNS boole
 AS 'MODULE_PATHNAME', 'pgl_artifact_visible' LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION pg_labels.artifact_visible(oid, uuid) IS
     'The artifact (read next to the relation rel) is one the caller sees: a writer of artifacts, or its labels are visible';
+CREATE FUNCTION pg_labels.next_share_id() RETURNS bigint
+AS 'MODULE_PATHNAME', 'pgl_next_share_id' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION pg_labels.next_share_id() IS
+    'The next id of a share from this node''s range: the default of shares.id on a Citus cluster (every copy of the reference table gets the same)';
 CREATE FUNCTION pg_labels.member_of(role name) RETURNS boolean
 AS 'MODULE_PATHNAME', 'pgl_member_of' LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION pg_labels.member_of(name) IS

@@ -976,6 +976,10 @@ CREATE FUNCTION pg_labels.artifact_visible(rel oid, artifact uuid) RETURNS boole
 AS 'MODULE_PATHNAME', 'pgl_artifact_visible' LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION pg_labels.artifact_visible(oid, uuid) IS
     'The artifact (read next to the relation rel) is one the caller sees: a writer of artifacts, or its labels are visible';
+CREATE FUNCTION pg_labels.next_share_id() RETURNS bigint
+AS 'MODULE_PATHNAME', 'pgl_next_share_id' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION pg_labels.next_share_id() IS
+    'The next id of a share from this node''s range: the default of shares.id on a Citus cluster (every copy of the reference table gets the same)';
 CREATE FUNCTION pg_labels.member_of(role name) RETURNS boolean
 AS 'MODULE_PATHNAME', 'pgl_member_of' LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION pg_labels.member_of(name) IS
@@ -1026,6 +1030,9 @@ BEGIN
     ALTER TABLE pg_labels.steps DROP CONSTRAINT steps_pkey;
     ALTER TABLE pg_labels.steps ADD PRIMARY KEY (run_id, id, slot);
     CREATE INDEX steps_id_idx ON pg_labels.steps (id);
+    -- a reference table's row is written on every node: its id is taken once, where the
+    -- statement enters the cluster (Citus evaluates a default there)
+    ALTER TABLE pg_labels.shares ALTER COLUMN id SET DEFAULT pg_labels.next_share_id();
 
     -- 3. Citus runs no subquery in a policy: the same rules without one (the writers' check is
     --    made per row; a step's run and a share's artifact are read by a function, next to

@@ -73,7 +73,7 @@ pub struct CheckSpec {
 }
 
 /// The checks, by the constraint name each refusal carries.
-pub const CHECKS: [CheckSpec; 20] = [
+pub const CHECKS: [CheckSpec; 21] = [
     check(
         "steps_run_id_fkey",
         sqlstate::FOREIGN_KEY_VIOLATION,
@@ -131,6 +131,11 @@ pub const CHECKS: [CheckSpec; 20] = [
         "artifacts",
     ),
     check("shares_to_run_check", sqlstate::CHECK_VIOLATION, "shares"),
+    check(
+        "artifacts_labels_check",
+        sqlstate::CHECK_VIOLATION,
+        "artifacts",
+    ),
     check("runs_listener_check", sqlstate::CHECK_VIOLATION, "runs"),
     check("runs_scope_check", sqlstate::CHECK_VIOLATION, "runs"),
     check(
@@ -589,6 +594,19 @@ pub fn share_scope_mismatch(run: &str, run_scope: &[u8], given: &[u8]) -> Refusa
         ),
     )
     .hint("Leave to_scope NULL when sharing with one run: it is filled with the run's scope.")
+}
+
+/// On a Citus cluster, an artifact whose labels lack some its run carries (the trigger
+/// checks there, where one node alone holds the run, and cannot fill them in).
+pub fn artifact_below_run(run: &str, missing: &[u8]) -> Refusal {
+    Refusal::check(
+        "artifacts_labels_check",
+        format!(
+            "an artifact of run {run} carries at least what the run carries; missing {}",
+            text(missing)
+        ),
+    )
+    .hint("On a Citus cluster, give the artifact's labels: at least the run's (SELECT labels FROM pg_labels.runs WHERE id = ...).")
 }
 
 /// A share whose scope cannot carry the artifact's labels, with no crossing covering them.

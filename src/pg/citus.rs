@@ -182,6 +182,23 @@ pub fn local_name(namespace: Oid, shard: i64, table: &'static str) -> Result<Opt
     Ok(name)
 }
 
+/// The shard of the distributed platform table `table` that holds the rows whose distribution
+/// column is this uuid (`None` if Citus does not distribute the table).
+pub fn shard_for_uuid(namespace: Oid, table: &'static str, value: Datum) -> Result<Option<i64>> {
+    let rel = logical(namespace, table);
+    if rel == Oid::INVALID || !has_metadata() {
+        return Ok(None);
+    }
+    query_i64(
+        c"SELECT pg_catalog.get_shard_id_for_distribution_column($1::pg_catalog.regclass, $2)
+           WHERE EXISTS (SELECT FROM pg_catalog.pg_dist_partition p
+                          WHERE p.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) $1
+                            AND p.partmethod OPERATOR(pg_catalog.=) 'h')",
+        &[pg_sys::OIDOID, pg_sys::UUIDOID],
+        &[Datum::from(rel), value],
+    )
+}
+
 /// The shard of a reference table (any shard id stands for it in [`local_name`]).
 pub fn reference_shard(namespace: Oid, table: &'static str) -> Result<Option<i64>> {
     let rel = logical(namespace, table);

@@ -538,6 +538,17 @@ fn node_range(seq: Oid, owner: Oid) -> Result<()> {
 /// The next value of a sequence of the platform schema, taken as `owner` (the owner of the
 /// platform table whose trigger asks).
 pub fn next_id(namespace: Oid, sequence: &'static CStr, owner: Oid) -> Result<i64> {
+    next_id_where(namespace, sequence, owner, false)
+}
+
+/// [`next_id`], from this node's range when `on_node` (a column default on a Citus cluster,
+/// evaluated on the node the statement entered).
+pub fn next_id_where(
+    namespace: Oid,
+    sequence: &'static CStr,
+    owner: Oid,
+    on_node: bool,
+) -> Result<i64> {
     // found by name once while no relation changes (a sequence dropped, renamed or created
     // sends an invalidation)
     static SEQUENCES: BackendLocal<(u64, Vec<(Oid, &'static CStr, Oid)>)> =
@@ -565,7 +576,7 @@ pub fn next_id(namespace: Oid, sequence: &'static CStr, owner: Oid) -> Result<i6
     if seq == Oid::INVALID {
         return Err(missing(&sequence.to_string_lossy()));
     }
-    if on_shard() {
+    if on_shard() || on_node {
         node_range(seq, owner)?;
     }
     crate::pg::spi::as_owner(owner, || {
@@ -609,6 +620,31 @@ pub fn labels_of(namespace: Oid, table: &'static str, id: &Uuid) -> Result<Optio
             .unwrap_or_default())
     })?;
     Ok(found)
+}
+
+/// On a Citus node, where a trigger on a copy of a reference table runs on every node: the
+/// place of a run's row if this node holds it (raise it around the run's lookups: what the
+/// run decides is decided here), `None` if another node does, which decides it there.
+pub enum RunPlace {
+    /// not on Citus: the run is read as on one node
+    Single,
+    /// this node holds the run's shard
+    Here(crate::pg::local::Guard<i64>),
+    /// another node does
+    Elsewhere,
+}
+
+pub fn run_place(namespace: Oid, run: &Uuid) -> Result<RunPlace> {
+    if !on_shard() {
+        return Ok(RunPlace::Single);
+    }
+    let Some(shard) = citus::shard_for_uuid(namespace, "runs", run.datum())? else {
+        return Ok(RunPlace::Single);
+    };
+    Ok(match citus::local_name(namespace, shard, "runs")? {
+        Some(_) => RunPlace::Here(citus::SHARD.enter(shard)),
+        None => RunPlace::Elsewhere,
+    })
 }
 
 /// Is the running trigger on a Citus shard? A row's time was then filled where the statement

@@ -103,6 +103,17 @@ sql_function! {
     fn pgl_shares_insert(call) {
         shares_insert(&call)
     }
+
+    /// `pg_labels.next_share_id() → bigint`: the default of `shares.id` on a Citus cluster
+    /// (pg_labels.distribute()), evaluated where the statement enters it, from that node's
+    /// range: every copy of the reference table gets the same id.
+    fn pgl_next_share_id(_call) {
+        let namespace = crate::pg::trigger::platform_schema()
+            .ok_or_else(|| Error::new(crate::pg::error::NOT_IN_PREREQUISITE_STATE, "pg_labels: the schema pg_labels is missing"))?;
+        let owner = catalog::platform_owner()?;
+        let on_node = crate::pg::citus::loaded();
+        Ok(Datum::from(catalog::next_id_where(namespace, c"shares_id_seq", owner, on_node)?))
+    }
 }
 
 fn artifacts_insert(call: &Call<'_>) -> Result<Datum> {
@@ -125,7 +136,10 @@ fn artifacts_insert(call: &Call<'_>) -> Result<Datum> {
             "the role that made the artifact",
         ));
     }
-    if row.get::<Timestamp>(c_created)? != Some(trail_time()) {
+    // on a Citus node (a copy of the reference table) the time was filled where the statement
+    // entered the cluster, the same for every copy
+    let on_shard = catalog::on_shard();
+    if !on_shard && row.get::<Timestamp>(c_created)? != Some(trail_time()) {
         return Err(refuse_given(
             "artifacts",
             "created_at",
@@ -135,19 +149,36 @@ fn artifacts_insert(call: &Call<'_>) -> Result<Datum> {
     let given = row
         .get::<LabelSet<'_>>(c_labels)?
         .unwrap_or(LabelSet::EMPTY);
-    // Serialized with the run's steps: the artifact carries every label that had entered the
-    // run when it was made.
-    let run = catalog::lock_run(trigger.namespace(), &run_id)?.ok_or_else(|| {
+    let no_run = || {
         Error::from(refusal::no_run(
             &run_id.to_string(),
             "artifacts_origin_run_fkey",
         ))
-    })?;
-    let labels = given.union(run.labels.set());
-    Ok(row.modified(&[
-        (c_labels, Some(labelset_datum(&labels)?)),
-        (c_actor, Some(text_datum(&writer)?)),
-    ]))
+    };
+    match catalog::run_place(trigger.namespace(), &run_id)? {
+        // Serialized with the run's steps: the artifact carries every label that had entered
+        // the run when it was made.
+        catalog::RunPlace::Single => {
+            let run = catalog::lock_run(trigger.namespace(), &run_id)?.ok_or_else(no_run)?;
+            let labels = given.union(run.labels.set());
+            Ok(row.modified(&[
+                (c_labels, Some(labelset_datum(&labels)?)),
+                (c_actor, Some(text_datum(&writer)?)),
+            ]))
+        }
+        // On Citus every node writes the same row, and one alone holds the run: the labels
+        // are the writer's, and that node refuses them unless they hold the run's.
+        catalog::RunPlace::Here(_place) => {
+            let run = catalog::lock_run(trigger.namespace(), &run_id)?.ok_or_else(no_run)?;
+            let missing =
+                LabelSet::from_canonical(run.labels.set().body()).filter(|l| !given.contains(l.0));
+            if !missing.is_empty() {
+                return Err(refusal::artifact_below_run(&run_id.to_string(), &missing).into());
+            }
+            Ok(row.modified(&[(c_actor, Some(text_datum(&writer)?))]))
+        }
+        catalog::RunPlace::Elsewhere => Ok(row.modified(&[(c_actor, Some(text_datum(&writer)?))])),
+    }
 }
 
 fn shares_insert(call: &Call<'_>) -> Result<Datum> {
@@ -160,14 +191,17 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
         SHARE_COLUMNS.of(&row)?;
     // (a table of release 0.1.0, until ALTER EXTENSION UPDATE, takes ids from an identity)
     let legacy_ids = row.is_identity(c_id);
-    if row.datum(c_id).is_some() && !legacy_ids {
+    // on a Citus node (a copy of the reference table) the id and time were filled where the
+    // statement entered the cluster (the column's default there), the same for every copy
+    let on_shard = catalog::on_shard();
+    if row.datum(c_id).is_some() && !legacy_ids && !on_shard {
         return Err(refuse_given("shares", "id", "assigned by the database"));
     }
     let writer = current_user_name();
     if row.get::<&str>(c_actor)?.is_some_and(|a| a != writer) {
         return Err(refuse_given("shares", "actor", "the role that shared"));
     }
-    if row.get::<Timestamp>(c_created)? != Some(trail_time()) {
+    if !on_shard && row.get::<Timestamp>(c_created)? != Some(trail_time()) {
         return Err(refuse_given(
             "shares",
             "created_at",
@@ -187,6 +221,29 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
     let given_scope = row.get::<ScopeBuf>(c_to_scope)?;
     let to_run = row.get::<Uuid>(c_to_run)?;
     let (target, filled) = match &to_run {
+        // On Citus one node alone holds the run: the writer names its scope, which that node
+        // checks (every copy of the share must be the same)
+        Some(run_id) if on_shard => {
+            let given = given_scope
+                .clone()
+                .ok_or_else(|| crate::pg::trigger::not_null("shares", "to_scope"))?;
+            if let catalog::RunPlace::Here(_place) =
+                catalog::run_place(trigger.namespace(), run_id)?
+            {
+                let run = catalog::lock_run(trigger.namespace(), run_id)?.ok_or_else(|| {
+                    Error::from(refusal::no_run(&run_id.to_string(), "shares_to_run_fkey"))
+                })?;
+                if run.scope != given.0 {
+                    return Err(refusal::share_scope_mismatch(
+                        &run_id.to_string(),
+                        &run.scope,
+                        &given.0,
+                    )
+                    .into());
+                }
+            }
+            (given.0, false)
+        }
         Some(run_id) => {
             let run_scope = as_owner(owner, || {
                 with_spi(|spi| {
@@ -242,7 +299,7 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
         (c_crossing, used.map(Datum::from)),
         (c_actor, Some(text_datum(&writer)?)),
     ];
-    if !legacy_ids {
+    if !legacy_ids && !on_shard {
         let id = catalog::next_id(trigger.namespace(), c"shares_id_seq", trigger.owner())?;
         changes.push((c_id, Some(Datum::from(id))));
     }

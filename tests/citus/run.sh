@@ -147,6 +147,63 @@ check "untrusted data never reaches a financial tool (23L02)" "23L02" \
 check "a step of a run that does not exist is refused (23503)" "23503" \
     "$(sqlstate 9701 agent_svc "INSERT INTO pg_labels.steps (run_id, kind) VALUES ('00000000-0000-0000-0000-0000000000ff', 'planned')")"
 
+echo "== context by reference across tenants, through crossings"
+q $C postgres <<'SQL' >/dev/null
+GRANT SELECT, INSERT ON pg_labels.artifacts, pg_labels.shares, pg_labels.agent_versions TO agent_svc;
+CREATE ROLE dpo LOGIN;
+GRANT USAGE ON SCHEMA pg_labels TO dpo;
+SELECT run_command_on_workers('GRANT USAGE ON SCHEMA pg_labels TO dpo');
+GRANT EXECUTE ON FUNCTION pg_labels.authorize_crossing(scope, scope, text, timestamptz),
+                          pg_labels.revoke_crossing(bigint, text) TO dpo;
+SQL
+RA=00000000-0000-0000-0000-0000000000d1
+# the other company's runs on another worker than RA's
+node_of() { echo "(SELECT nodeport FROM pg_dist_shard_placement WHERE shardid = get_shard_id_for_distribution_column('pg_labels.runs', $1))"; }
+read -r RB RC < <(q $C postgres -c "SELECT string_agg(u::text, ' ') FROM (SELECT md5('globex' || i)::uuid AS u
+    FROM generate_series(1, 50) i) c WHERE $(node_of u) <> $(node_of "'$RA'::uuid") AND u IS NOT NULL" | cut -d' ' -f1,2)
+q $C agent_svc -c "INSERT INTO pg_labels.runs (id, scope) VALUES ('$RA', 'acme/support'), ('$RB', 'globex/ops'), ('$RC', 'globex/ops')" >/dev/null
+check "the runs of the two tenants are on different workers" "2" \
+    "$(q $C postgres -c "SELECT count(DISTINCT nodeport) FROM pg_dist_shard_placement WHERE shardid IN
+        (get_shard_id_for_distribution_column('pg_labels.runs', '$RA'), get_shard_id_for_distribution_column('pg_labels.runs', '$RB'))")"
+check "an artifact must carry its run's labels (23514, checked where the run is)" "23514" \
+    "$(sqlstate $C agent_svc "INSERT INTO pg_labels.artifacts (origin_run, digest) VALUES ('$RA', pg_labels.digest('report'))")"
+ART=00000000-0000-0000-0000-00000000a47f
+# (two statements: Citus writes an INSERT ... SELECT into a reference table with COPY, which
+# PostgreSQL refuses under row-level security)
+LABELS=$(q $C agent_svc -c "SELECT labels FROM pg_labels.runs WHERE id = '$RA'")
+q $C agent_svc -c "INSERT INTO pg_labels.artifacts (id, origin_run, digest, labels)
+    VALUES ('$ART', '$RA', pg_labels.digest('report'), '$LABELS')" >/dev/null
+check "an artifact with its run's labels is made, by the writer" "{area:acme/support}|agent_svc" \
+    "$(q $C agent_svc -c "SELECT labels, actor FROM pg_labels.artifacts WHERE id = '$ART'")"
+check "sharing it with another company is refused without a crossing (23L01)" "23L01" \
+    "$(sqlstate $C agent_svc "INSERT INTO pg_labels.shares (artifact_id, to_scope) VALUES ('$ART', 'globex')")"
+check "a direct write of a crossing is refused (42501)" "42501" \
+    "$(sqlstate 9701 dpo "INSERT INTO pg_labels.crossings (from_scope, to_scope, reason) VALUES ('acme/support', 'globex', 'x')")"
+CROSSING=$(q $C dpo -c "SELECT pg_labels.authorize_crossing('acme/support', 'globex', 'support contract 42')")
+SHARE=$(q $C agent_svc -c "INSERT INTO pg_labels.shares (artifact_id, to_scope) VALUES ('$ART', 'globex') RETURNING id, crossing_id")
+check "under the crossing, the share is recorded with it" "$CROSSING" "${SHARE#*|}"
+check "a run of the other company reads it (through a worker), naming the crossing" "{$CROSSING}|{area:acme/support}" \
+    "$(q 9702 agent_svc -c "INSERT INTO pg_labels.steps (run_id, kind, artifact_id) VALUES ('$RB', 'context_read', '$ART') RETURNING crossing_ids, labels")"
+check "a share to one run names that run's scope on Citus (23502 without it)" "23502" \
+    "$(sqlstate $C agent_svc "INSERT INTO pg_labels.shares (artifact_id, to_run) VALUES ('$ART', '$RC')")"
+check "... and the node holding the run checks it (23514)" "23514" \
+    "$(sqlstate $C agent_svc "INSERT INTO pg_labels.shares (artifact_id, to_run, to_scope) VALUES ('$ART', '$RC', 'globex/other')")"
+q $C dpo -c "SELECT pg_labels.revoke_crossing($CROSSING, 'contract ended')" >/dev/null
+check "after the revocation, the other company's read is refused (23L01)" "23L01" \
+    "$(sqlstate $C agent_svc "INSERT INTO pg_labels.steps (run_id, kind, artifact_id) VALUES ('$RC', 'context_read', '$ART')")"
+check "... and a new share too" "23L01" \
+    "$(sqlstate 9701 agent_svc "INSERT INTO pg_labels.shares (artifact_id, to_scope) VALUES ('$ART', 'globex')")"
+q $C agent_svc -c "INSERT INTO pg_labels.agent_versions (agent, version, scope, steps) VALUES
+    ('support-bot', 1, 'acme/support', '{\"steps\": [{\"id\": \"r\", \"tool\": \"crm.read\", \"inputs\": [\"source:slack\"]}]}')" >/dev/null
+check "a published agent whose untrusted input reaches a financial tool is refused (23L02)" "23L02" \
+    "$(sqlstate 9702 agent_svc "INSERT INTO pg_labels.agent_versions (agent, version, scope, steps) VALUES
+    ('refund-bot', 1, 'acme/support', '{\"steps\": [{\"id\": \"p\", \"tool\": \"stripe.refund\", \"inputs\": [\"source:slack\"]}]}')")"
+for t in artifacts shares crossings agent_versions; do
+    check "every node's copy of $t is the same" "1" \
+        "$(q $C postgres -c "SELECT count(DISTINCT result) FROM run_command_on_placements('pg_labels.$t',
+            \$\$SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) FROM %s t\$\$)")"
+done
+
 echo "== analysts: row-level security on the distributed tables"
 q $C postgres <<'SQL' >/dev/null
 CREATE ROLE analyst LOGIN;
@@ -160,15 +217,21 @@ SQL
 want_runs=$(q $C postgres -c "SELECT count(*) FROM pg_labels.runs WHERE labelset_escaping(labels, 'acme/support') = '{}'")
 want_steps=$(q $C postgres -c "SELECT count(*) FROM pg_labels.steps s JOIN pg_labels.runs r ON r.id = s.run_id
     WHERE labelset_escaping(r.labels, 'acme/support') = '{}' AND labelset_escaping(s.labels, 'acme/support') = '{}'")
+want_artifacts=$(q $C postgres -c "SELECT count(*) FROM pg_labels.artifacts WHERE labelset_escaping(labels, 'acme/support') = '{}'")
+want_shares=$(q $C postgres -c "SELECT count(*) FROM pg_labels.shares s JOIN pg_labels.artifacts a ON a.id = s.artifact_id
+    WHERE labelset_escaping(a.labels, 'acme/support') = '{}'")
 seen() { # port: what the analyst sees after entering acme/support in a transaction
     q "$1" analyst -c "BEGIN" -c "SELECT pg_labels.enter_scope('acme/support')" \
         -c "SELECT (SELECT count(*) FROM pg_labels.runs) || '|' || (SELECT count(*) FROM pg_labels.steps)
-                   || '|' || (SELECT count(*) FROM pg_labels.grants)" -c "COMMIT" | tail -1
+                   || '|' || (SELECT count(*) FROM pg_labels.grants) || '|' || (SELECT count(*) FROM pg_labels.artifacts)
+                   || '|' || (SELECT count(*) FROM pg_labels.shares)" -c "COMMIT" | tail -1
 }
 check "the rule shows some runs and hides some" "t" \
     "$(q $C postgres -c "SELECT $want_runs > 0 AND $want_runs < (SELECT count(*) FROM pg_labels.runs)")"
-check "through the coordinator, the analyst sees what one node shows" "$want_runs|$want_steps|1" "$(seen $C)"
-check "through a worker, the same" "$want_runs|$want_steps|1" "$(seen 9701)"
+want="$want_runs|$want_steps|1|$want_artifacts|$want_shares"
+check "the rule shows an artifact and its share" "t" "$([ "$want_artifacts" -gt 0 ] && [ "$want_shares" -gt 0 ] && echo t)"
+check "through the coordinator, the analyst sees what one node shows" "$want" "$(seen $C)"
+check "through a worker, the same" "$want" "$(seen 9701)"
 check "without a scope, nothing" "0|0" \
     "$(q $C analyst -c "SELECT (SELECT count(*) FROM pg_labels.runs) || '|' || (SELECT count(*) FROM pg_labels.steps)")"
 check "a scope without a grant is refused (42501)" "42501" \
