@@ -42,6 +42,18 @@ static RUNS: SavedPlan = SavedPlan::new(
         CROSS JOIN LATERAL (SELECT * FROM pg_labels.runs r WHERE r.id = wanted.id OFFSET 0) r",
 );
 
+/// The same, for a Citus cluster: it cannot run a lateral join against distributed tables;
+/// `= ANY` is pruned to the shards of the level's runs.
+static READS_OF_ANY: SavedPlan = SavedPlan::new(
+    c"SELECT s.origin_run, s.artifact_id, s.digest, s.labels, s.run_id, s.id, s.created_at
+        FROM pg_labels.steps s
+       WHERE s.run_id = ANY ($1::pg_catalog.uuid[]) AND s.kind = 'context_read'",
+);
+
+static RUNS_ANY: SavedPlan = SavedPlan::new(
+    c"SELECT r.id, r.scope, r.agent FROM pg_labels.runs r WHERE r.id = ANY ($1::pg_catalog.uuid[])",
+);
+
 /// The columns `lineage()` returns.
 const COLUMNS: usize = 10;
 
@@ -77,7 +89,12 @@ fn walk(start: Uuid) -> Result<(Vec<Read>, HashMap<Uuid, RunFacts>)> {
         let mut depth: i32 = 0;
         while !frontier.is_empty() {
             depth += 1;
-            let rows = READS_OF.execute(
+            let plan = if crate::pg::citus::loaded() {
+                &READS_OF_ANY
+            } else {
+                &READS_OF
+            };
+            let rows = plan.execute(
                 spi,
                 &[pg_sys::UUIDARRAYOID],
                 &[Some(uuid_array_datum(&frontier))],
@@ -108,7 +125,12 @@ fn walk(start: Uuid) -> Result<(Vec<Read>, HashMap<Uuid, RunFacts>)> {
                 .collect();
             met.extend_from_slice(&frontier);
         }
-        let rows = RUNS.execute(
+        let plan = if crate::pg::citus::loaded() {
+            &RUNS_ANY
+        } else {
+            &RUNS
+        };
+        let rows = plan.execute(
             spi,
             &[pg_sys::UUIDARRAYOID],
             &[Some(uuid_array_datum(&met))],

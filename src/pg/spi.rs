@@ -145,12 +145,18 @@ impl SavedPlan {
                     }
                     // A generic plan, planned once: these are small key lookups whose custom
                     // plans would look cheaper every time and be planned again on every
-                    // execution.
+                    // execution. With Citus loaded, a custom plan: Citus cannot run a generic
+                    // plan of a statement over distributed tables (it routes by the values).
+                    let options = if citus::loaded() {
+                        pg_sys::CURSOR_OPT_CUSTOM_PLAN
+                    } else {
+                        pg_sys::CURSOR_OPT_GENERIC_PLAN
+                    };
                     p = pg_sys::SPI_prepare_cursor(
                         self.sql.as_ptr(),
                         types.len() as i32,
                         types.as_ptr() as *mut Oid,
-                        pg_sys::CURSOR_OPT_GENERIC_PLAN as i32,
+                        options as i32,
                     );
                     if p.is_null() {
                         return Err(spi_error("prepare", pg_sys::SPI_result));

@@ -19,14 +19,15 @@ use pgrx::pg_sys::{self, Datum};
 
 static REQUEST: SavedPlan = SavedPlan::new(
     c"SELECT s.run_id, s.actor, s.tool, s.args,
-             EXISTS (SELECT FROM pg_labels.steps d WHERE d.request_id = s.id AND d.kind = 'approval_decided')
+             EXISTS (SELECT FROM pg_labels.steps d
+                      WHERE d.run_id = s.run_id AND d.request_id = s.id AND d.kind = 'approval_decided')
         FROM pg_labels.steps s
        WHERE s.id = $1 AND s.kind = 'approval_requested'",
 );
 
 static DECIDE: SavedPlan = SavedPlan::new(
-    c"INSERT INTO pg_labels.steps (run_id, kind, tool, args, decision, reason, request_id)
-      VALUES ($1, 'approval_decided', $2, $3, $4, $5, $6)
+    c"INSERT INTO pg_labels.steps (run_id, kind, tool, args, decision, reason, request_id, actor)
+      VALUES ($1, 'approval_decided', $2, $3, $4, $5, $6, $7)
       RETURNING id",
 );
 
@@ -106,6 +107,7 @@ fn decide(call: &Call<'_>) -> Result<Datum> {
                     pg_sys::TEXTOID,
                     pg_sys::TEXTOID,
                     pg_sys::INT8OID,
+                    pg_sys::TEXTOID,
                 ],
                 &[
                     Some(run.datum()),
@@ -114,6 +116,9 @@ fn decide(call: &Call<'_>) -> Result<Datum> {
                     Some(decision),
                     call.opt(2),
                     Some(Datum::from(request)),
+                    // the decider, named in the row too: on a Citus cluster the trigger that
+                    // takes it runs on another node
+                    Some(text_datum(&approver)?),
                 ],
                 false,
                 0,

@@ -204,6 +204,42 @@ for t in artifacts shares crossings agent_versions; do
             \$\$SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) FROM %s t\$\$)")"
 done
 
+echo "== approvals, listeners, published agents and the tool catalog"
+q $C postgres <<'SQL' >/dev/null
+CREATE ROLE alice LOGIN;
+GRANT USAGE ON SCHEMA pg_labels TO alice;
+SELECT run_command_on_workers('GRANT USAGE ON SCHEMA pg_labels TO alice');
+GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) TO alice;
+GRANT SELECT, INSERT ON pg_labels.listeners TO agent_svc;
+SQL
+RD=00000000-0000-0000-0000-0000000000d4
+q $C agent_svc -c "INSERT INTO pg_labels.runs (id, scope) VALUES ('$RD', 'acme/support')" \
+    -c "INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('$RD', 'tool_result', 'web.fetch')" >/dev/null
+check "a reversible write on untrusted data asks a person (23L03)" "23L03" \
+    "$(sqlstate $C agent_svc "INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES ('$RD', 'tool_called', 'ticket.update', '{\"id\": 7}')")"
+REQ=$(q 9701 agent_svc -c "SELECT pg_labels.request_approval('$RD', 'ticket.update', '{\"id\": 7}')")
+check "the requester cannot decide its own request (42501)" "42501" \
+    "$(q $C postgres -c "GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) TO agent_svc" >/dev/null;
+       sqlstate $C agent_svc "SELECT pg_labels.decide_approval($REQ, true)")"
+q $C alice -c "SELECT pg_labels.decide_approval($REQ, true, 'checked the ticket')" >/dev/null
+check "a person decides it, recorded as that person" "granted|alice" \
+    "$(q $C postgres -c "SELECT decision, actor FROM pg_labels.steps WHERE run_id = '$RD' AND kind = 'approval_decided'")"
+check "a decision written directly is refused (42501)" "42501" \
+    "$(sqlstate 9702 agent_svc "INSERT INTO pg_labels.steps (run_id, kind, tool, decision, request_id) VALUES ('$RD', 'approval_decided', 'ticket.update', 'granted', $REQ)")"
+check "the approved call goes through, once" "allow|$REQ" \
+    "$(q $C agent_svc -c "INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES ('$RD', 'tool_called', 'ticket.update', '{\"id\": 7}') RETURNING decision, request_id")"
+check "... and not twice (23L03)" "23L03" \
+    "$(sqlstate $C agent_svc "INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES ('$RD', 'tool_called', 'ticket.update', '{\"id\": 7}')")"
+LISTENER=$(q $C agent_svc -c "INSERT INTO pg_labels.listeners (agent, scope, event) VALUES ('triage-bot', 'acme/support', 'ticket.created') RETURNING id")
+check "a run opened by a listener's event has its agent and scope" "triage-bot|acme/support" \
+    "$(q 9702 agent_svc -c "INSERT INTO pg_labels.runs (listener_id) VALUES ($LISTENER) RETURNING agent, scope")"
+check "a run of a published agent has its scope" "acme/support" \
+    "$(q 9701 agent_svc -c "INSERT INTO pg_labels.runs (agent, agent_version) VALUES ('support-bot', 1) RETURNING scope")"
+q $C postgres -c "UPDATE pg_labels.tools SET effect = 'destructive' WHERE name = 'crm.read'" >/dev/null
+check "a tool made destructive counts at once on every node (23L02)" "23L02" \
+    "$(sqlstate 9702 agent_svc "INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('$RD', 'tool_called', 'crm.read')")"
+q $C postgres -c "UPDATE pg_labels.tools SET effect = 'read' WHERE name = 'crm.read'" >/dev/null
+
 echo "== analysts: row-level security on the distributed tables"
 q $C postgres <<'SQL' >/dev/null
 CREATE ROLE analyst LOGIN;
@@ -244,6 +280,15 @@ check "claiming to be Citus' backend with a scope carried by hand shows nothing 
 check "... and what a grant allows is all it shows" "0" \
     "$(PGAPPNAME='citus_internal gpid=10000000001' q 9701 analyst -c "SET pg_labels.carried_scope = 'acme/support'" \
         -c "SELECT count(*) FROM pg_labels.$shard WHERE labelset_escaping(labels, 'acme/support') <> '{}'")"
+
+echo "== the trail's proofs, over the distributed trail"
+check "verify_all() finds no broken chain" "0" "$(q $C postgres -c "SELECT count(*) FROM pg_labels.verify_all()")"
+check "verify() of one run" "t" "$(q $C agent_svc -c "SELECT intact FROM pg_labels.verify('$R1')")"
+DIGEST=$(q $C postgres -c "SELECT pg_labels.ledger_digest()")
+check "a digest taken on the coordinator is verified" "true" \
+    "$(q $C postgres -c "SELECT string_agg(holds::text, ',') FROM pg_labels.verify_digest('$DIGEST')")"
+check "lineage across tenants: the read run comes from the artifact's run" "$RA" \
+    "$(q $C postgres -c "SELECT string_agg(DISTINCT run_id::text, ',') FROM pg_labels.lineage('$RB')")"
 
 echo "== step ids: each node takes them from its own range"
 check "no id is taken twice" "0" "$(q $C postgres -c "SELECT count(*) FROM (SELECT id FROM pg_labels.steps GROUP BY id HAVING count(*) > 1) d")"
