@@ -12,6 +12,8 @@
 #   scripts/bench.sh instructions  instructions per trail insert, counted by callgrind (a
 #                               repeatable figure on a noisy machine; not part of "all"), with
 #                               and without the trail's hash chain
+#   scripts/bench.sh citus      step inserts through a Citus coordinator and two workers next
+#                               to one node (not part of "all")
 #   scripts/bench.sh purge      removing a month of a 10M-step trail: purge() against DELETE
 #                               (PURGE_STEPS=n for another size; not part of "all": ~10 minutes)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -128,6 +130,45 @@ if [ "$what" = all ] || [ "$what" = bigrun ]; then
         "$(echo "$b / $s" | bc -l)"
     "$PGBIN/psql" -X -q -d bench_bigrun -f "$ROOT/bench/bigrun_after.sql"
     psql_q -d bench_bigrun -c "DROP OWNED BY bench_analyst" -c "DROP ROLE bench_analyst"
+fi
+
+if [ "$what" = citus ]; then
+    # Step inserts through a Citus coordinator (two workers, all on this machine) next to one
+    # node, in the same run: the same tool_called insert (bench/trail_labels.sql) on 100 runs.
+    source "$ROOT/scripts/citus.sh"
+    citus_build
+    trap 'citus_stop; stop_cluster' EXIT
+    CITUS_EXTRA_CONF=$'fsync = off\nsynchronous_commit = off\nshared_buffers = 512MB' \
+        SERVER_RUST_BACKTRACE=0 citus_cluster 9710 9711 9712
+    psql_q -c "DROP DATABASE IF EXISTS bench_single" -c "CREATE DATABASE bench_single"
+    psql_q -d bench_single -c "CREATE EXTENSION pg_labels" -f "$ROOT/bench/citus_setup.sql"
+    cq 9710 postgres -c "CREATE EXTENSION pg_labels" -c "SELECT pg_labels.distribute()" -f "$ROOT/bench/citus_setup.sql" >/dev/null
+    seconds=${CITUS_SECONDS:-10}
+    log "citus: tool_called inserts, pgbench -M prepared, ${seconds}s per variant, 3 rounds, interleaved"
+    declare -A tps
+    for clients in 1 4 8; do
+        for round in 1 2 3; do
+            for v in single citus; do
+                if [ $v = single ]; then
+                    conn=(-h "$PGHOST" -p "$PGPORT" bench_single)
+                else
+                    conn=(-h "$CITUS_BASE/9710" -p 9710 postgres)
+                fi
+                t=$("$PGBIN/pgbench" -n -M prepared -c "$clients" -j "$clients" -T "$seconds" -U postgres \
+                        -f "$ROOT/bench/trail_labels.sql" "${conn[@]}" 2>&1 | awk '/^tps/ { print $3 }')
+                tps[$clients,$v]="${tps[$clients,$v]:-} $t"
+            done
+        done
+    done
+    median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+    printf '\n%-8s %16s %22s %10s\n' clients "one node (tps)" "Citus coordinator (tps)" "ratio"
+    for clients in 1 4 8; do
+        a=$(echo "${tps[$clients,single]}" | median)
+        b=$(echo "${tps[$clients,citus]}" | median)
+        printf '%-8s %16.0f %22.0f %10.2f\n' "$clients" "$a" "$b" "$(echo "$b / $a" | bc -l)"
+    done
+    echo "tps, median of 3 rounds; the three Citus nodes share this machine's cores with the client"
+    cq 9710 postgres -c "SELECT 'steps through the coordinator: ' || count(*) FROM pg_labels.steps"
 fi
 
 if [ "$what" = purge ]; then

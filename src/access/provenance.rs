@@ -179,7 +179,7 @@ sql_function! {
         if call.is_null(0) {
             return Ok(Datum::from(0usize));
         }
-        let start = call.uuid(0);
+        let start = crate::pg::datum::uuid_arg(&call, 0);
         let (reads, runs) = walk(start)?;
         for r in &reads {
             let run = r.upstream.and_then(|u| runs.get(&u));
@@ -201,7 +201,7 @@ sql_function! {
 
     /// `pg_labels.lineage_dot(run uuid) → text`: the lineage as a Graphviz DOT graph.
     fn pgl_lineage_dot(call) {
-        let start = call.uuid(0);
+        let start = crate::pg::datum::uuid_arg(&call, 0);
         let (reads, runs) = walk(start)?;
         let node = |id: &Uuid, root: bool| {
             let facts = runs.get(id).cloned().unwrap_or_default();

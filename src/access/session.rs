@@ -485,7 +485,7 @@ fn row_visible(call: &crate::pg::fmgr::Call<'_>, table: &'static str) -> Result<
         return ret_bool(false);
     };
     let rel = Oid::from(call.datum(0).value() as u32);
-    let id = call.uuid(1);
+    let id = crate::pg::datum::uuid_arg(call, 1);
     let writer =
         crate::pg::spi::may_insert(crate::platform::catalog::relation_named(namespace, table));
     if writer {

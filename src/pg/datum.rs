@@ -463,3 +463,19 @@ pub fn bytes_array_datum(values: &[Vec<u8>]) -> Result<Datum> {
         pg_sys::TYPALIGN_INT,
     ))
 }
+
+/// A `uuid` argument of a call (all zeros when NULL).
+pub fn uuid_arg(call: &crate::pg::fmgr::Call<'_>, n: usize) -> Uuid {
+    let mut u = [0u8; 16];
+    if !call.is_null(n) {
+        // SAFETY: the SQL declaration makes argument n a uuid: 16 bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                call.datum(n).cast_mut_ptr::<u8>() as *const u8,
+                u.as_mut_ptr(),
+                16,
+            )
+        }
+    }
+    Uuid(u)
+}

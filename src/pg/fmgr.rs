@@ -140,22 +140,6 @@ impl<'a> Call<'a> {
         unsafe { varlena_bytes(self.datum(n).cast_mut_ptr()) }
     }
 
-    /// A `uuid` argument (all zeros when NULL).
-    pub fn uuid(&self, n: usize) -> crate::pg::datum::Uuid {
-        let mut u = [0u8; 16];
-        if !self.is_null(n) {
-            // SAFETY: the SQL declaration makes argument n a uuid: 16 bytes.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    self.datum(n).cast_mut_ptr::<u8>() as *const u8,
-                    u.as_mut_ptr(),
-                    16,
-                )
-            }
-        }
-        crate::pg::datum::Uuid(u)
-    }
-
     /// A `cstring` argument.
     pub fn cstring(&self, n: usize) -> &'a [u8] {
         if self.is_null(n) {

@@ -468,7 +468,7 @@ sql_function! {
         if call.is_null(0) {
             return Ok(Datum::from(0usize));
         }
-        let id = call.uuid(0);
+        let id = crate::pg::datum::uuid_arg(&call, 0);
         let Some(run) = run_row(&id)? else {
             out.push(&[
                 Some(Datum::from(false)),

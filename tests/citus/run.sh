@@ -1,52 +1,22 @@
 #!/usr/bin/env bash
 # The citus suite: Citus 13.2.2 built from ../shared/vendor/citus (if it is not installed), a
-# coordinator and two workers on localhost, pg_labels distributed with pg_labels.distribute(),
-# and the barrier checked through the coordinator and through a worker, as an ordinary writer;
-# then a third worker added after distribution. Needs the extension installed into PostgreSQL 15.
-# Usage: tests/citus/run.sh   (scripts/test.sh citus)
+# coordinator and two workers on localhost (scripts/citus.sh), pg_labels distributed by the
+# commands of the README's "Scaling out with Citus" (read from README.md, run as written), and
+# the product checked as on one node: writers through the coordinator and through a worker,
+# sharing across tenants under crossings, approvals, published agents, analysts' row-level
+# security, the trail's proofs; then a third worker added, the race of the concurrency suite
+# across nodes, and a rebalance onto the new worker while a writer goes on.
+# Needs the extension installed into PostgreSQL 15. Usage: tests/citus/run.sh (scripts/test.sh citus)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
-VENDOR=${CITUS_VENDOR:-$ROOT/../shared/vendor/citus}
-BASE=$(mktemp -d /tmp/pg_labels_citus.XXXXXX)
-chown postgres: "$BASE"
-PORTS=(9700 9701 9702 9703)
+source "$ROOT/scripts/citus.sh"
 fails=0
 
-bash "$VENDOR/build.sh" "$PGBIN/pg_config"
-
-stop_all() {
-    for p in "${PORTS[@]}"; do
-        [ -d "$BASE/$p/data" ] && runuser -u postgres -- "$PGBIN/pg_ctl" -D "$BASE/$p/data" -m immediate stop >/dev/null 2>&1 || true
-    done
-    [ -n "${KEEP_CLUSTER:-}" ] && echo "kept in $BASE" >&2 || rm -rf "$BASE"
-}
-trap stop_all EXIT
-
-node() { # port: a node with Citus preloaded, reachable on localhost
-    local d=$BASE/$1
-    mkdir -p "$d" && chown postgres: "$d"
-    runuser -u postgres -- "$PGBIN/initdb" -D "$d/data" -U postgres -A trust --no-sync \
-        --encoding UTF8 --locale C.UTF-8 >/dev/null
-    cat >>"$d/data/postgresql.conf" <<CONF
-shared_preload_libraries = 'citus'
-listen_addresses = 'localhost'
-port = $1
-unix_socket_directories = '$d'
-fsync = off
-max_connections = 100
-wal_level = logical
-citus.enable_unsafe_triggers = on
-track_commit_timestamp = on
-CONF
-    runuser -u postgres -- env RUST_BACKTRACE=1 "$PGBIN/pg_ctl" -D "$d/data" -l "$d/server.log" -w start >/dev/null
-    q "$1" postgres -c "CREATE EXTENSION citus"
-}
-
-q() { # port role psql-args...: psql as a role, stopping at the first error
-    local port=$1 role=$2; shift 2
-    "$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h localhost -p "$port" -U "$role" -d postgres "$@"
-}
+citus_build
+trap citus_stop EXIT
+node() { citus_node "$@"; }
+q() { cq "$@"; }
 
 check() { # name expected actual
     if [ "$2" = "$3" ]; then
@@ -68,13 +38,21 @@ sqlstate() { # port role sql: the SQLSTATE the statement fails with ("" if it su
     fi
 }
 
-for p in 9700 9701 9702; do node $p; done
 C=9700
-q $C postgres -c "SELECT citus_set_coordinator_host('localhost', $C)" \
-    -c "SELECT citus_add_node('localhost', 9701)" -c "SELECT citus_add_node('localhost', 9702)" >/dev/null
+citus_cluster $C 9701 9702
+
+# the README's commands, as written (psql -c lines of its block), against the coordinator
+mapfile -t README_LINES < <(awk '/^### Scaling out with Citus/ { on = 1 } on && /^```sh/ { block = 1; next }
+    block && /^```/ { exit } block && /^psql -c/' "$ROOT/README.md")
+[ ${#README_LINES[@]} = 3 ] || { echo "FAIL the README's Citus block: expected 3 psql lines, found ${#README_LINES[@]}"; exit 1; }
+readme() { # n: run the README's line n as a superuser on the coordinator
+    echo "\$ ${README_LINES[$1]}"
+    (PGHOST=localhost PGPORT=$C PGUSER=postgres PGDATABASE=postgres; export PGHOST PGPORT PGUSER PGDATABASE
+     eval "${README_LINES[$1]/psql/$PGBIN/psql -X -q -v ON_ERROR_STOP=1}") >/dev/null
+}
 
 echo "== CREATE EXTENSION on the coordinator; Citus' copies on the workers have no platform tables"
-q $C postgres -c "CREATE EXTENSION pg_labels"
+readme 0
 for p in 9701 9702; do
     check "worker $p has the extension" "0.2.0" "$(q $p postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_labels'")"
     check "worker $p has no platform table of its own" "0" \
@@ -84,7 +62,7 @@ check "distribute() refuses a role that is not a superuser" "42501" \
     "$(q $C postgres -c "CREATE ROLE nobody LOGIN" >/dev/null; sqlstate $C nobody "SELECT pg_labels.distribute()")"
 
 echo "== pg_labels.distribute()"
-q $C postgres -c "SELECT pg_labels.distribute()" >/dev/null
+readme 1
 check "runs and steps distributed by run, co-located" "pg_labels.runs|h|id
 pg_labels.steps|h|run_id" "$(q $C postgres -c "SELECT logicalrelid::text, partmethod, column_to_column_name(logicalrelid, partkey)
     FROM pg_dist_partition WHERE logicalrelid IN ('pg_labels.runs'::regclass, 'pg_labels.steps'::regclass) ORDER BY 1")"
@@ -97,10 +75,10 @@ check "steps and runs are no longer extension members" "0" \
 check "a second distribute() does nothing" "" "$(sqlstate $C postgres "SELECT pg_labels.distribute()")"
 
 echo "== an ordinary writer, through the coordinator"
+q $C postgres -c "CREATE ROLE agent_svc LOGIN" >/dev/null
+readme 2
 q $C postgres <<'SQL' >/dev/null
-CREATE ROLE agent_svc LOGIN;
 GRANT USAGE ON SCHEMA pg_labels TO agent_svc;
-SELECT run_command_on_workers('GRANT USAGE ON SCHEMA pg_labels TO agent_svc');
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO agent_svc;
 GRANT SELECT ON pg_labels.tools TO agent_svc;
 INSERT INTO pg_labels.tools (name, effect, trusted_output) VALUES
@@ -324,9 +302,9 @@ SQL
 storm=("$ROOT/tests/concurrency/call.sql@10" "$ROOT/tests/concurrency/input.sql@1" "$ROOT/tests/concurrency/noise.sql@4")
 bench() { "$PGBIN/pgbench" -n -c 4 -j 2 -T "${STRESS_SECONDS:-10}" -h localhost -p "$1" -U postgres \
               $(printf -- '-f %s ' "${storm[@]}") postgres 2>&1 | grep -E "^number of (transactions actually|failed)" | tr '\n' ' '; }
-bench $C >"$BASE/b1" & bench 9701 >"$BASE/b2"; wait
-echo "pgbench through the coordinator: $(cat "$BASE/b1")"
-echo "pgbench through a worker: $(cat "$BASE/b2")"
+bench $C >"$CITUS_BASE/b1" & bench 9701 >"$CITUS_BASE/b2"; wait
+echo "pgbench through the coordinator: $(cat "$CITUS_BASE/b1")"
+echo "pgbench through a worker: $(cat "$CITUS_BASE/b2")"
 out=$(q $C postgres -F '|' -f "$ROOT/tests/concurrency/check.sql" | grep -v '^$')
 echo "$out"
 read -r allowed refused inputs reads untrusted untimed violations mismatched interleaved < <(echo $out | tr '|' ' ')
@@ -346,10 +324,10 @@ before=$(q $C postgres -c "SELECT count(*) FROM pg_labels.steps")
 # makes for a move is not; copying with writes to the moving shard held meanwhile works
 q $C postgres -c "SELECT citus_rebalance_start(shard_transfer_mode => 'block_writes')" >/dev/null
 "$PGBIN/pgbench" -n -c 2 -j 2 -T "${REBALANCE_SECONDS:-20}" -h localhost -p $C -U postgres \
-    -f "$ROOT/tests/concurrency/noise.sql" postgres >"$BASE/b3" 2>&1 || true
+    -f "$ROOT/tests/concurrency/noise.sql" postgres >"$CITUS_BASE/b3" 2>&1 || true
 q $C postgres -c "SELECT citus_rebalance_wait()" >/dev/null
-written=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$BASE/b3")
-failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$BASE/b3")
+written=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$CITUS_BASE/b3")
+failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$CITUS_BASE/b3")
 echo "pgbench during the rebalance: ${written:-?} steps written, ${failed:-?} failed"
 check "the writer saw no error" "0" "${failed:-?}"
 check "no step is lost" "$((before + ${written:-0}))" "$(q $C postgres -c "SELECT count(*) FROM pg_labels.steps")"
