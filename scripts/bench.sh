@@ -148,26 +148,33 @@ if [ "$what" = citus ]; then
     declare -A tps
     for clients in 1 4 8; do
         for round in 1 2 3; do
-            for v in single citus; do
-                if [ $v = single ]; then
-                    conn=(-h "$PGHOST" -p "$PGPORT" bench_single)
-                else
-                    conn=(-h "$CITUS_BASE/9710" -p 9710 postgres)
-                fi
+            for v in single single_bare citus citus_bare; do
+                case $v in
+                    single*) conn=(-h "$PGHOST" -p "$PGPORT" bench_single) ;;
+                    citus*) conn=(-h "$CITUS_BASE/9710" -p 9710 postgres) ;;
+                esac
+                script=labels
+                [[ $v == *_bare ]] && script=plain
                 t=$("$PGBIN/pgbench" -n -M prepared -c "$clients" -j "$clients" -T "$seconds" -U postgres \
-                        -f "$ROOT/bench/trail_labels.sql" "${conn[@]}" 2>&1 | awk '/^tps/ { print $3 }')
+                        -f "$ROOT/bench/trail_$script.sql" "${conn[@]}" 2>&1 | awk '/^tps/ { print $3 }')
                 tps[$clients,$v]="${tps[$clients,$v]:-} $t"
             done
         done
     done
     median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-    printf '\n%-8s %16s %22s %10s\n' clients "one node (tps)" "Citus coordinator (tps)" "ratio"
+    printf '\n%-8s %14s %14s %14s %14s %10s %10s %12s\n' clients "(a) one node" "(b) one, bare" \
+        "(c) Citus" "(d) Citus, bare" "a/b" "c/d" "c/a"
     for clients in 1 4 8; do
         a=$(echo "${tps[$clients,single]}" | median)
-        b=$(echo "${tps[$clients,citus]}" | median)
-        printf '%-8s %16.0f %22.0f %10.2f\n' "$clients" "$a" "$b" "$(echo "$b / $a" | bc -l)"
+        b=$(echo "${tps[$clients,single_bare]}" | median)
+        c=$(echo "${tps[$clients,citus]}" | median)
+        d=$(echo "${tps[$clients,citus_bare]}" | median)
+        printf '%-8s %14.0f %14.0f %14.0f %14.0f %10.2f %10.2f %12.2f\n' "$clients" "$a" "$b" "$c" "$d" \
+            "$(echo "$a / $b" | bc -l)" "$(echo "$c / $d" | bc -l)" "$(echo "$c / $a" | bc -l)"
     done
-    echo "tps, median of 3 rounds; the three Citus nodes share this machine's cores with the client"
+    echo "tps, median of 3 rounds: (a) enforced steps on one node, (b) the bare table there, (c) enforced"
+    echo "steps through the Citus coordinator (two workers), (d) the bare table distributed the same way;"
+    echo "the three Citus nodes and pgbench share this machine's cores"
     cq 9710 postgres -c "SELECT 'steps through the coordinator: ' || count(*) FROM pg_labels.steps"
 fi
 
