@@ -6,7 +6,8 @@
 //! the trigger reads must be the shards next to its own: the co-located shard of a distributed
 //! table (same hash range), or this node's placement of a reference table. [`SHARD`] says which
 //! shard the running trigger fired on ([`crate::pg::trigger::Trigger`] raises it for the
-//! call); [`local_name`] and [`rewrite`] turn a platform table's name into the one to read.
+//! call); [`local_name`] and [`rewrite`] turn a table's name into the one to read. Nothing here
+//! knows which tables the platform has: Citus' metadata says which it manages.
 //! Citus' metadata (`pg_dist_shard`) is on every node; without Citus nothing here is used.
 
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
@@ -19,36 +20,23 @@ use std::ffi::{CStr, CString};
 /// The shard the running trigger fired on, while it runs.
 pub static SHARD: Scoped<i64> = Scoped::new();
 
-/// The platform tables Citus may distribute (or replicate as reference tables).
-pub const TABLES: &[&str] = &[
-    "tools",
-    "listeners",
-    "grants",
-    "agent_versions",
-    "runs",
-    "steps",
-    "crossings",
-    "artifacts",
-    "shares",
-];
-
-/// `runs_102008` → (`runs`, 102008) when `runs` is a platform table.
-pub fn split(name: &str) -> Option<(&'static str, i64)> {
+/// `runs_102008` → (`runs`, 102008): the name of a shard split into its table's and its id
+/// (whether it is one, Citus' metadata says: [`is_shard_of`]).
+pub fn split(name: &str) -> Option<(&str, i64)> {
     let (base, digits) = name.rsplit_once('_')?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    if base.is_empty() || digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let table = TABLES.iter().find(|t| **t == base)?;
-    Some((table, digits.parse().ok()?))
+    Some((base, digits.parse().ok()?))
 }
 
 /// What this backend found in Citus' metadata, while no invalidation arrived.
 struct Found {
     generation: u64,
     /// (shard, table) → the local relation's name, `None` if the table is not distributed
-    names: HashMap<(i64, &'static str), Option<String>>,
+    names: HashMap<(i64, String), Option<String>>,
     /// (table, shard) → is it a shard of that table
-    shards: HashMap<(&'static str, i64), bool>,
+    shards: HashMap<(String, i64), bool>,
 }
 
 static FOUND: BackendLocal<Option<Found>> = BackendLocal::new(None);
@@ -130,8 +118,8 @@ fn logical(namespace: Oid, table: &str) -> Oid {
 }
 
 /// Is shard `id` (by Citus' metadata) a shard of the platform table `table`?
-pub fn is_shard_of(namespace: Oid, table: &'static str, id: i64) -> Result<bool> {
-    if let Some(known) = cached(|f| f.shards.get(&(table, id)).copied()) {
+pub fn is_shard_of(namespace: Oid, table: &str, id: i64) -> Result<bool> {
+    if let Some(known) = cached(|f| f.shards.get(&(table.to_owned(), id)).copied()) {
         return Ok(known);
     }
     let rel = logical(namespace, table);
@@ -145,15 +133,15 @@ pub fn is_shard_of(namespace: Oid, table: &'static str, id: i64) -> Result<bool>
             &[Datum::from(id), Datum::from(rel)],
         )?
         .is_some();
-    cached(|f| f.shards.insert((table, id), yes));
+    cached(|f| f.shards.insert((table.to_owned(), id), yes));
     Ok(yes)
 }
 
 /// The name of the relation on this node that holds, for the shard group of `shard`, the rows
 /// of the platform table `table`: its co-located shard (distributed), its placement (reference
 /// table), or `None` when Citus does not manage the table (it is read as it is).
-pub fn local_name(namespace: Oid, shard: i64, table: &'static str) -> Result<Option<String>> {
-    if let Some(known) = cached(|f| f.names.get(&(shard, table)).cloned()) {
+pub fn local_name(namespace: Oid, shard: i64, table: &str) -> Result<Option<String>> {
+    if let Some(known) = cached(|f| f.names.get(&(shard, table.to_owned())).cloned()) {
         return Ok(known);
     }
     let rel = logical(namespace, table);
@@ -178,13 +166,13 @@ pub fn local_name(namespace: Oid, shard: i64, table: &'static str) -> Result<Opt
             unsafe { pg_sys::get_relname_relid(c.as_ptr(), namespace) != Oid::INVALID }
         })
     });
-    cached(|f| f.names.insert((shard, table), name.clone()));
+    cached(|f| f.names.insert((shard, table.to_owned()), name.clone()));
     Ok(name)
 }
 
 /// The shard of the distributed platform table `table` that holds the rows whose distribution
 /// column is this uuid (`None` if Citus does not distribute the table).
-pub fn shard_for_uuid(namespace: Oid, table: &'static str, value: Datum) -> Result<Option<i64>> {
+pub fn shard_for_uuid(namespace: Oid, table: &str, value: Datum) -> Result<Option<i64>> {
     let rel = logical(namespace, table);
     if rel == Oid::INVALID || !has_metadata() {
         return Ok(None);
@@ -200,7 +188,7 @@ pub fn shard_for_uuid(namespace: Oid, table: &'static str, value: Datum) -> Resu
 }
 
 /// The shard of a reference table (any shard id stands for it in [`local_name`]).
-pub fn reference_shard(namespace: Oid, table: &'static str) -> Result<Option<i64>> {
+pub fn reference_shard(namespace: Oid, table: &str) -> Result<Option<i64>> {
     let rel = logical(namespace, table);
     if rel == Oid::INVALID || !has_metadata() {
         return Ok(None);
@@ -306,39 +294,30 @@ pub fn set_local_carried(name: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
-/// A statement naming platform tables (`pg_labels.runs`), with each name replaced by the
-/// relation that holds its rows for the shard group of `shard`.
+/// A statement naming tables of the platform schema (`pg_labels.runs`), with each name of a
+/// table Citus manages replaced by the relation that holds its rows for the shard group of
+/// `shard` (other names, of functions or sequences, are left as they are).
 pub fn rewrite(namespace: Oid, sql: &CStr, shard: i64) -> Result<CString> {
-    let mut text = sql.to_string_lossy().into_owned();
-    for table in TABLES {
-        let from = format!("pg_labels.{table}");
-        if !text.contains(&from) {
-            continue;
+    const PREFIX: &str = "pg_labels.";
+    let text = sql.to_string_lossy();
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut rest = text.as_ref();
+    while let Some(at) = rest.find(PREFIX) {
+        out.push_str(&rest[..at + PREFIX.len()]);
+        rest = &rest[at + PREFIX.len()..];
+        let len = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
+            .count();
+        let name = &rest[..len];
+        match local_name(namespace, shard, name)? {
+            Some(local) => out.push_str(&local),
+            None => out.push_str(name),
         }
-        let Some(local) = local_name(namespace, shard, table)? else {
-            continue;
-        };
-        let mut out = String::with_capacity(text.len() + 16);
-        let mut rest = text.as_str();
-        while let Some(at) = rest.find(&from) {
-            let after = &rest[at + from.len()..];
-            let whole = !after
-                .bytes()
-                .next()
-                .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
-            out.push_str(&rest[..at]);
-            if whole {
-                out.push_str("pg_labels.");
-                out.push_str(&local);
-            } else {
-                out.push_str(&from);
-            }
-            rest = after;
-        }
-        out.push_str(rest);
-        text = out;
+        rest = &rest[len..];
     }
-    CString::new(text).map_err(|_| Error::corrupt("statement"))
+    out.push_str(rest);
+    CString::new(out).map_err(|_| Error::corrupt("statement"))
 }
 
 #[cfg(test)]
@@ -349,10 +328,9 @@ mod tests {
     fn names_of_shards() {
         assert_eq!(split("runs_102008"), Some(("runs", 102008)));
         assert_eq!(split("agent_versions_7"), Some(("agent_versions", 7)));
-        // a partition of a shard is named by its root (the shard) before this is asked
-        assert_eq!(split("steps_05_102060"), None);
+        assert_eq!(split("steps_05_102060"), Some(("steps_05", 102060)));
         assert_eq!(split("runs_"), None);
+        assert_eq!(split("_12"), None);
         assert_eq!(split("runs"), None);
-        assert_eq!(split("mine_12"), None);
     }
 }
