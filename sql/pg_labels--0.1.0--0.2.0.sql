@@ -1083,6 +1083,32 @@ REVOKE ALL ON FUNCTION pg_labels.distribute(int) FROM PUBLIC;
 COMMENT ON FUNCTION pg_labels.distribute(int) IS
     'On a Citus coordinator: the catalogs become reference tables, runs and steps are distributed by run (co-located); see the README, Scaling out with Citus';
 
+CREATE FUNCTION pg_labels.shard_sequence(shard bigint, trail regclass) RETURNS regclass
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET citus.enable_ddl_propagation = off
+AS $shard_sequence$
+DECLARE
+    seq text := pg_catalog.format('pg_labels.%I', 'steps_id_seq_' || shard);
+    low bigint := shard << 32;
+    high bigint := ((shard + 1) << 32) - 1;
+    top bigint;
+BEGIN
+    -- one backend at a time per shard: the sequence is made, or moved past what arrived, once
+    PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('pg_labels.shard_sequence'), shard::int);
+    EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS %s MINVALUE %s MAXVALUE %s START %s',
+                              seq, low + 1, high, low + 1);
+    EXECUTE pg_catalog.format('SELECT max(id) FROM %s WHERE id BETWEEN %s AND %s', trail, low, high) INTO top;
+    IF top IS NOT NULL AND top >= COALESCE(pg_catalog.pg_sequence_last_value(seq::pg_catalog.regclass), low) THEN
+        PERFORM pg_catalog.setval(seq, top);
+    END IF;
+    RETURN seq::pg_catalog.regclass;
+END
+$shard_sequence$;
+REVOKE ALL ON FUNCTION pg_labels.shard_sequence(bigint, regclass) FROM PUBLIC;
+COMMENT ON FUNCTION pg_labels.shard_sequence(bigint, regclass) IS
+    'On a Citus node: the sequence of the trail''s shard (steps_id_seq_<shard>, over the shard''s own range), made or moved past the ids the shard holds (the insert trigger calls it once per backend and shard)';
+
 
 --------------------------------------------------------------------------------------------
 -- 4. The gate, approval requests, and DROP EXTENSION (sql/finish.sql of 0.2.0)

@@ -396,6 +396,20 @@ sql_function! {
         }
         let target = call.scope(0)?.to_vec();
         let for_session = !call.is_null(1) && call.bool(1);
+        // On a Citus cluster the scope reaches the workers with the transaction it is entered
+        // in (see carry): a scope for the session would show nothing there in later ones.
+        if for_session && citus::loaded() {
+            if let Some(ns) = platform_schema() {
+                if citus::manages(ns, "runs")? {
+                    return Err(Error::new(
+                        crate::pg::error::FEATURE_NOT_SUPPORTED,
+                        "a scope cannot be entered for the session on a Citus cluster",
+                    )
+                    .detail("The workers learn the scope with the transaction it is entered in.")
+                    .hint("Enter it in each transaction: BEGIN; SELECT pg_labels.enter_scope(...); ...; COMMIT;"));
+                }
+            }
+        }
         let user = current_user();
         if !granted(user, &target)? {
             return Err(refusal::scope_not_granted(&current_user_name(), &target).into());

@@ -187,6 +187,21 @@ pub fn shard_for_uuid(namespace: Oid, table: &str, value: Datum) -> Result<Optio
     )
 }
 
+/// Does Citus manage this table of the platform schema (distributed or reference)?
+pub fn manages(namespace: Oid, table: &str) -> Result<bool> {
+    let rel = logical(namespace, table);
+    if rel == Oid::INVALID || !has_metadata() {
+        return Ok(false);
+    }
+    Ok(query_i64(
+        c"SELECT 1::pg_catalog.int8 FROM pg_catalog.pg_dist_partition p
+           WHERE p.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+        &[pg_sys::OIDOID],
+        &[Datum::from(rel)],
+    )?
+    .is_some())
+}
+
 /// The shard of a reference table (any shard id stands for it in [`local_name`]).
 pub fn reference_shard(namespace: Oid, table: &str) -> Result<Option<i64>> {
     let rel = logical(namespace, table);

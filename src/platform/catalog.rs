@@ -514,6 +514,54 @@ static NODE_RANGE: crate::pg::spi::SavedPlan = crate::pg::spi::SavedPlan::new(
              OPERATOR(pg_catalog.<) (g.groupid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 48)",
 );
 
+/// On a Citus cluster a run's steps are on one shard, which moves from node to node as a
+/// whole: their ids come from a sequence of that shard (`steps_id_seq_<shard id>`, made on the
+/// node that holds it when first needed) over the shard's own range (its id times 2^32, so no
+/// two shards share an id), and moved to just past the highest id the shard holds when it
+/// arrives. Ids then follow each run's decisions wherever its shard is. Checked once per backend
+/// and shard while no relation changes (a shard arriving is a new relation).
+static SHARD_SEQUENCE: crate::pg::spi::SavedPlan =
+    crate::pg::spi::SavedPlan::new(c"SELECT pg_labels.shard_sequence($1, $2)::pg_catalog.oid");
+
+fn shard_sequence(namespace: Oid, shard: i64, owner: Oid) -> Result<Oid> {
+    static KEPT: BackendLocal<(u64, Vec<(i64, Oid)>)> = BackendLocal::new((0, Vec::new()));
+    let generation = crate::pg::inval::generation();
+    let kept = KEPT.with(|(g, v)| {
+        if *g != generation {
+            *g = generation;
+            v.clear();
+        }
+        v.iter().find(|(s, _)| *s == shard).map(|e| e.1)
+    });
+    if let Some(seq) = kept {
+        return Ok(seq);
+    }
+    let trail = citus::local_name(namespace, shard, "steps")?.ok_or_else(|| missing("steps"))?;
+    let trail = relation_named(namespace, &trail);
+    let seq = crate::pg::spi::as_owner(owner, || {
+        crate::pg::spi::with_spi(|spi| {
+            let rows = SHARD_SEQUENCE.execute(
+                spi,
+                &[pg_sys::INT8OID, pg_sys::REGCLASSOID],
+                &[Some(Datum::from(shard)), Some(Datum::from(trail))],
+                false,
+                1,
+            )?;
+            rows.must::<Oid>(0, 1)
+        })
+    })?;
+    // (creating the sequence sent an invalidation: kept under the generation after it)
+    let generation = crate::pg::inval::generation();
+    KEPT.with(|(g, v)| {
+        if *g != generation {
+            *g = generation;
+            v.clear();
+        }
+        v.push((shard, seq));
+    });
+    Ok(seq)
+}
+
 fn node_range(seq: Oid, owner: Oid) -> Result<()> {
     static CHECKED: BackendLocal<Vec<Oid>> = BackendLocal::new(Vec::new());
     if CHECKED.with(|c| c.contains(&seq)) {
@@ -576,9 +624,19 @@ pub fn next_id_where(
     if seq == Oid::INVALID {
         return Err(missing(&sequence.to_string_lossy()));
     }
-    if on_shard() || on_node {
-        node_range(seq, owner)?;
-    }
+    let seq = match citus::SHARD.current() {
+        // a step on a Citus shard: its shard's own sequence (see shard_sequence)
+        Some(shard) if sequence == c"steps_id_seq" => shard_sequence(namespace, shard, owner)?,
+        Some(_) => {
+            node_range(seq, owner)?;
+            seq
+        }
+        None if on_node => {
+            node_range(seq, owner)?;
+            seq
+        }
+        None => seq,
+    };
     crate::pg::spi::as_owner(owner, || {
         // SAFETY: nextval_oid is a V1 function of one oid argument; the guard of pg_sys turns
         // its errors (sequence exhausted) into ours.

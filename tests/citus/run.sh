@@ -248,6 +248,8 @@ check "through the coordinator, the analyst sees what one node shows" "$want" "$
 check "through a worker, the same" "$want" "$(seen 9701)"
 check "without a scope, nothing" "0|0" \
     "$(q $C analyst -c "SELECT (SELECT count(*) FROM pg_labels.runs) || '|' || (SELECT count(*) FROM pg_labels.steps)")"
+check "a scope for the session is refused on Citus (0A000: the workers learn it per transaction)" "0A000" \
+    "$(sqlstate $C analyst "SELECT pg_labels.enter_scope('acme/support', true)")"
 check "a scope without a grant is refused (42501)" "42501" \
     "$(sqlstate $C analyst "SELECT pg_labels.enter_scope('acme')")"
 shard=runs_$(q 9701 postgres -c "SELECT s.shardid FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid) JOIN pg_dist_node n USING (groupid)
@@ -268,7 +270,7 @@ check "a digest taken on the coordinator is verified" "true" \
 check "lineage across tenants: the read run comes from the artifact's run" "$RA" \
     "$(q $C postgres -c "SELECT string_agg(DISTINCT run_id::text, ',') FROM pg_labels.lineage('$RB')")"
 
-echo "== step ids: each node takes them from its own range"
+echo "== step ids: no id taken twice across nodes"
 check "no id is taken twice" "0" "$(q $C postgres -c "SELECT count(*) FROM (SELECT id FROM pg_labels.steps GROUP BY id HAVING count(*) > 1) d")"
 check "ids follow each run's order" "t" "$(q $C postgres -c "SELECT bool_and(ok) FROM (SELECT id > lag(id, 1, 0::bigint) OVER (PARTITION BY run_id ORDER BY created_at, id) AS ok FROM pg_labels.steps) s")"
 
@@ -316,6 +318,23 @@ else
     echo "FAIL the storm did not exercise both outcomes ($allowed allowed, $refused refused, $interleaved interleaved)"
     fails=$((fails + 1))
 fi
+
+echo "== a run's shard moving between workers keeps its step ids in decision order"
+SHARD=$(q $C postgres -c "SELECT get_shard_id_for_distribution_column('pg_labels.runs', '$R1')")
+at() { q $C postgres -c "SELECT nodeport FROM pg_dist_shard_placement WHERE shardid = $SHARD"; }
+move() { # to port
+    q $C postgres -c "SELECT citus_move_shard_placement($SHARD, 'localhost', $(at), 'localhost', $1, shard_transfer_mode => 'block_writes')" >/dev/null
+    q $C agent_svc -c "INSERT INTO pg_labels.steps (run_id, kind, args) VALUES ('$R1', 'planned', '{\"after_move_to\": $1}')" >/dev/null
+}
+# to the newest worker (the highest group id), then to each older one
+move 9703; [ "$(at)" = 9701 ] || move 9701; move 9702
+check "the run's steps were written on three workers" "3" \
+    "$(q $C postgres -c "SELECT count(*) FROM pg_labels.steps WHERE run_id = '$R1' AND args ? 'after_move_to'")"
+check "its ids follow the order its steps were written in" "t" \
+    "$(q $C postgres -c "SELECT bool_and(ok) FROM (SELECT id > lag(id, 1, 0::bigint) OVER (ORDER BY chain_rank) AS ok
+        FROM (SELECT id, row_number() OVER (ORDER BY created_at, id) AS chain_rank FROM pg_labels.steps WHERE run_id = '$R1') s) o")"
+check "verify() finds its chain intact" "t" "$(q $C agent_svc -c "SELECT intact FROM pg_labels.verify('$R1')")"
+check "no id is taken twice" "0" "$(q $C postgres -c "SELECT count(*) FROM (SELECT id FROM pg_labels.steps GROUP BY id HAVING count(*) > 1) d")"
 
 echo "== rebalancing onto the third worker while a writer goes on"
 before=$(q $C postgres -c "SELECT count(*) FROM pg_labels.steps")

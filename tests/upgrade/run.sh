@@ -59,7 +59,7 @@ for script in "$ROOT"/sql/released/pg_labels--*.sql; do
     # trail's proofs) is left out of this comparison and checked below
     SNAPSHOT_DROP="{slot,prev_hash,hash,opened_labels,chain_head,chain_length,chain_cut,chain_cut_length}" \
         data_snapshot -d "$db" |
-        grep -Ev "^(acl|sequence|rows) (pg_labels\.)?(digests|digests_id_seq|verify|verify_all|ledger_digest|verify_digest|prove|start_chains|distribute)[ (:]" \
+        grep -Ev "^(acl|sequence|rows) (pg_labels\.)?(digests|digests_id_seq|verify|verify_all|ledger_digest|verify_digest|prove|start_chains|distribute|shard_sequence)[ (:]" \
         >"$work/after_comparable"
     diff -u "$work/before" "$work/after_comparable" || fail "$from: rows, sequences or privileges changed"
     echo "data: the same"
