@@ -63,6 +63,19 @@ sql_function! {
     fn pgl_purge(call) {
         let cutoff = call.datum(0);
         let owner = platform_owner()?;
+        // its statements join and lock across runs, shares and artifacts, which Citus cannot
+        // run over distributed tables
+        if crate::pg::citus::loaded() {
+            if let Some(ns) = crate::pg::trigger::platform_schema() {
+                if crate::pg::citus::manages(ns, "runs")? {
+                    return Err(crate::pg::error::Error::new(
+                        crate::pg::error::FEATURE_NOT_SUPPORTED,
+                        "pg_labels.purge() does not run on a Citus cluster yet",
+                    )
+                    .hint("See the README, Scaling out with Citus."));
+                }
+            }
+        }
         let n = as_owner(owner, || with_spi(|spi| {
             let _purging = PURGING.enter(());
             let start = MONTH_START

@@ -270,6 +270,9 @@ check "a digest taken on the coordinator is verified" "true" \
 check "lineage across tenants: the read run comes from the artifact's run" "$RA" \
     "$(q $C postgres -c "SELECT string_agg(DISTINCT run_id::text, ',') FROM pg_labels.lineage('$RB')")"
 
+check "purge() says it does not run on Citus yet (0A000)" "0A000" \
+    "$(sqlstate $C postgres "SELECT pg_labels.purge(now() - interval '1 year')")"
+
 echo "== step ids: no id taken twice across nodes"
 check "no id is taken twice" "0" "$(q $C postgres -c "SELECT count(*) FROM (SELECT id FROM pg_labels.steps GROUP BY id HAVING count(*) > 1) d")"
 check "ids follow each run's order" "t" "$(q $C postgres -c "SELECT bool_and(ok) FROM (SELECT id > lag(id, 1, 0::bigint) OVER (PARTITION BY run_id ORDER BY created_at, id) AS ok FROM pg_labels.steps) s")"
