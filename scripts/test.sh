@@ -21,7 +21,7 @@ declare -A REGRESS=(
     [platform]="trail sealed approvals write_paths search_path listeners chain"
     [sharing]="sharing"
     [publication]="publication"
-    [rls]="rls provenance"
+    [rls]="rls provenance citus_functions"
     [security]="hostile_triggers hardening"
 )
 ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client fuzz citus)

@@ -230,11 +230,7 @@ pub fn shard_of_relation(namespace: Oid, relid: Oid) -> Result<Option<i64>> {
         }
         CStr::from_ptr(p).to_string_lossy().into_owned()
     };
-    let Some(id) = name
-        .rsplit_once('_')
-        .filter(|(_, d)| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-        .and_then(|(_, d)| d.parse::<i64>().ok())
-    else {
+    let Some((_, id)) = split(&name) else {
         return Ok(None);
     };
     if !has_metadata() {

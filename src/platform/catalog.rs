@@ -104,17 +104,12 @@ fn lookup(namespace: Oid) -> Result<Rels> {
 
 /// Open one of the platform tables (and know its primary key), refreshing the cache if needed.
 fn open(namespace: Oid, which: &CStr, lock: u32) -> Result<(Table, Oid)> {
-    if let Some(shard) = citus::SHARD.current() {
+    if citus::SHARD.current().is_some() {
         // a trigger on a Citus shard: the shard of this table next to it (crate::pg::citus)
         let table = if which == c"runs" { "runs" } else { "tools" };
-        if let Some(local) = citus::local_name(namespace, shard, table)? {
-            let name = std::ffi::CString::new(local.clone()).map_err(|_| missing(&local))?;
-            let t = Table::open(relation(namespace, &name), lock)?
-                .filter(|t| t.is(&name, namespace))
-                .ok_or_else(|| missing(&local))?;
-            let pk = t.primary_key();
-            return Ok((t, pk));
-        }
+        let t = open_next_to_shard(namespace, table, lock)?;
+        let pk = t.primary_key();
+        return Ok((t, pk));
     }
     let pick = |r: &Rels| {
         if which == c"runs" {
@@ -654,21 +649,35 @@ pub fn trail_time() -> Timestamp {
     Timestamp(unsafe { pg_sys::GetCurrentTransactionStartTimestamp() })
 }
 
+/// A platform table by name: on a Citus shard (see [`citus::SHARD`]) the relation next to it
+/// that holds the table's rows, otherwise (or when Citus does not manage the table) the table.
+fn open_next_to_shard(namespace: Oid, table: &str, lock: u32) -> Result<Table> {
+    let local = match citus::SHARD.current() {
+        Some(shard) => citus::local_name(namespace, shard, table)?,
+        None => None,
+    };
+    let name = local.as_deref().unwrap_or(table);
+    let c = std::ffi::CString::new(name).map_err(|_| missing(name))?;
+    Table::open(relation(namespace, &c), lock)?
+        .filter(|t| t.is(&c, namespace))
+        .ok_or_else(|| missing(name))
+}
+
+/// On a Citus shard, is this write the tables' owner's? The functions that act for a role
+/// (`authorize_crossing()`, `revoke_crossing()`, `decide_approval()`) write as the owner on the
+/// node the statement entered and name that role in the row; a shard's trigger on another node
+/// takes such a row from the owner only.
+pub fn owner_on_shard(owner: Oid) -> bool {
+    on_shard() && crate::pg::spi::current_user() == owner
+}
+
 static LABELS_COLUMN: Columns<1> = Columns::new([col::<LabelSetBufCol>(c"labels")]);
 
 /// The labels stored in a row of `runs` or `artifacts` (by id), as the statement's snapshot
 /// sees it, read directly (no row-level security: for the policies' own checks). On a Citus
 /// shard (see [`citus::SHARD`]) the table next to it is read.
 pub fn labels_of(namespace: Oid, table: &'static str, id: &Uuid) -> Result<Option<Vec<u8>>> {
-    let local = match citus::SHARD.current() {
-        Some(shard) => citus::local_name(namespace, shard, table)?,
-        None => None,
-    };
-    let name =
-        std::ffi::CString::new(local.as_deref().unwrap_or(table)).map_err(|_| missing(table))?;
-    let rel = Table::open(relation(namespace, &name), pg_sys::AccessShareLock)?
-        .filter(|t| t.is(&name, namespace))
-        .ok_or_else(|| missing(table))?;
+    let rel = open_next_to_shard(namespace, table, pg_sys::AccessShareLock)?;
     let [c_labels] = rel.columns(&LABELS_COLUMN)?;
     let pkey = rel.primary_key();
     let found = rel.probe(pkey, id.datum(), pg_sys::F_UUID_EQ, false, |found| {

@@ -14,7 +14,7 @@
 use crate::pg::datum::{text_array_datum, text_datum, Timestamp};
 use crate::pg::error::{Error, Result, FEATURE_NOT_SUPPORTED, NULL_VALUE_NOT_ALLOWED};
 use crate::pg::fmgr::Call;
-use crate::pg::spi::{as_owner, current_user, current_user_name, with_spi, SavedPlan};
+use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
 use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
 use crate::platform::catalog::{self, platform_owner};
 use crate::platform::state::{AUTHORIZING, REVOKING};
@@ -136,9 +136,7 @@ fn crossings_guard(call: &Call<'_>) -> Result<Datum> {
             // owner's write is taken with the role the function recorded.
             let through_function = match AUTHORIZING.current() {
                 Some(who) => Some(who),
-                None if catalog::on_shard() && current_user() == trigger.owner() => {
-                    row.get::<String>(c_by)?
-                }
+                None if catalog::owner_on_shard(trigger.owner()) => row.get::<String>(c_by)?,
                 None => None,
             };
             let Some(who) = through_function else {
@@ -176,9 +174,7 @@ fn crossings_guard(call: &Call<'_>) -> Result<Datum> {
         }
         Op::Update => match REVOKING.current() {
             Some((r, _)) if r == id => Ok(trigger.new_row().unchanged()),
-            None if catalog::on_shard() && current_user() == trigger.owner() => {
-                Ok(trigger.new_row().unchanged())
-            }
+            None if catalog::owner_on_shard(trigger.owner()) => Ok(trigger.new_row().unchanged()),
             _ => Err(refusal::crossing_sealed(
                 "a crossing is never changed but by pg_labels.revoke_crossing()".into(),
                 format!("Crossing {id} is part of the audited record."),

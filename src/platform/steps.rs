@@ -223,7 +223,7 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
             Some((r, approver)) if Some(r) == request => approver,
             // On a Citus shard the decision comes from decide_approval() on the node the
             // statement entered, which writes it as the tables' owner and names the decider.
-            None if catalog::on_shard() && crate::pg::spi::current_user() == trigger.owner() => {
+            None if catalog::owner_on_shard(trigger.owner()) => {
                 match row.get::<String>(c.actor)? {
                     Some(approver) => approver,
                     None => return Err(refusal::decision_not_through_function(&writer).into()),
