@@ -82,6 +82,16 @@ count() {
     fi
 }
 
+# CPU seconds (user + system) of a single-user backend running $2 inserts into $1 (in database
+# $3): the same work as count(), on the machine's own CPU (SHA extensions included), timed
+seconds() {
+    statements "$1" "$2" >"$work/in.sql"
+    runuser -u postgres -- /usr/bin/time -f '%U %S' -o "$work/time" \
+        "$PGBIN/postgres" --single -D "$work/data" -c fsync=off -c synchronous_commit=off \
+        "$3" <"$work/in.sql" >/dev/null 2>&1
+    awk '{ print $1 + $2 }' "$work/time"
+}
+
 declare -A per
 for t in pg_labels.steps bench_plain.steps bench_part.steps; do
     one=$(count "$t" "$n")
@@ -102,3 +112,25 @@ d=$(( (two - one) / n ))
 printf '%-44s %14d\n' "(d) pg_labels.steps without its hash chain" "$d"
 printf 'ratio c/d (the same, without the chain):     %.2f\n' "$(echo "$c / $d" | bc -l)"
 printf 'the chain: ratio with it / without it (d/a): %.3f (issue 17: >= 0.97)\n' "$(echo "$d / $a" | bc -l)"
+
+# The chain's cost on this CPU, where SHA-256 runs on the SHA extensions valgrind does not
+# have: CPU time per insert, (2N - N) / N inserts as above with N = INSTR_TIME_N (default 20000),
+# INSTR_TIME_ROUNDS rounds (default 5), with and without the chain interleaved; medians.
+tn=${INSTR_TIME_N:-20000}
+rounds=${INSTR_TIME_ROUNDS:-5}
+ta="" td=""
+for ((r = 1; r <= rounds; r++)); do
+    for db in bench_trail bench_nochain; do
+        one=$(seconds pg_labels.steps "$tn" $db)
+        two=$(seconds pg_labels.steps $((2 * tn)) $db)
+        us=$(echo "($two - $one) * 1000000 / $tn" | bc -l)
+        if [ $db = bench_trail ]; then ta="$ta $us"; else td="$td $us"; fi
+    done
+done
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+ma=$(echo "$ta" | median)
+md=$(echo "$td" | median)
+printf '\nCPU time per INSERT (single-user backend, no valgrind; median of %d rounds of %d)\n' "$rounds" "$tn"
+printf '(a) with the chain:    %6.2f us   (rounds:%s)\n' "$ma" "$(printf ' %.2f' $ta)"
+printf '(d) without the chain: %6.2f us   (rounds:%s)\n' "$md" "$(printf ' %.2f' $td)"
+printf 'the chain on this CPU: ratio with it / without it (d/a): %.3f (issue 17: >= 0.97)\n' "$(echo "$md / $ma" | bc -l)"

@@ -63,33 +63,59 @@ pub unsafe fn index_beginscan(
     }
 }
 
-/// Update a row in place of its version at `otid` (which this transaction locked), with no
-/// executor; true when the new version needs index entries (it is not a heap-only tuple).
+/// Update a row in place of its version at `otid`, with no executor, waiting for a concurrent
+/// writer of that version to end (as an UPDATE does): the result (`TM_Ok`, or `TM_Updated` when
+/// that writer committed a newer version first, ...) and, when it is `TM_Ok`, whether the new
+/// version needs index entries (it is not a heap-only tuple).
 ///
 /// # Safety
-/// `rel` must be open with `RowExclusiveLock`, `otid` the latest version of a row this
-/// transaction holds locked, `tup` a tuple of the relation's descriptor.
-pub unsafe fn simple_heap_update(
+/// `rel` must be open with `RowExclusiveLock`, `otid` a version of one of its rows, `tup` a
+/// tuple of the relation's descriptor, `tmfd` writable. Waiting can raise (cancel, lock timeout,
+/// deadlock): call it under [`crate::pg::catch::catch`].
+pub unsafe fn heap_update_waiting(
     rel: pg_sys::Relation,
-    otid: &mut pg_sys::ItemPointerData,
+    otid: *mut pg_sys::ItemPointerData,
     tup: pg_sys::HeapTuple,
-) -> bool {
-    // SAFETY: the caller's guarantee.
+    tmfd: *mut pg_sys::TM_FailureData,
+) -> (pg_sys::TM_Result::Type, bool) {
+    let mut mode: pg_sys::LockTupleMode::Type = pg_sys::LockTupleMode::LockTupleNoKeyExclusive;
+    // SAFETY: the caller's guarantee; the arguments simple_heap_update passes, but the result
+    // comes back rather than raising "tuple concurrently updated".
     #[cfg(feature = "pg15")]
     unsafe {
-        pg_sys::simple_heap_update(rel, otid, tup);
-        (*(*tup).t_data).t_infomask2 & pg_sys::HEAP_ONLY_TUPLE as u16 == 0
+        let result = pg_sys::heap_update(
+            rel,
+            otid,
+            tup,
+            pg_sys::GetCurrentCommandId(true),
+            std::ptr::null_mut(),
+            true,
+            tmfd,
+            &mut mode,
+        );
+        let indexed = (*(*tup).t_data).t_infomask2 & pg_sys::HEAP_ONLY_TUPLE as u16 == 0;
+        (result, indexed)
     }
     // SAFETY: as above; 16 reports which indexes need entries.
     #[cfg(not(feature = "pg15"))]
     unsafe {
         let mut which: pg_sys::TU_UpdateIndexes::Type = pg_sys::TU_UpdateIndexes::TU_None;
-        pg_sys::simple_heap_update(rel, otid, tup, &mut which);
-        which != pg_sys::TU_UpdateIndexes::TU_None
+        let result = pg_sys::heap_update(
+            rel,
+            otid,
+            tup,
+            pg_sys::GetCurrentCommandId(true),
+            std::ptr::null_mut(),
+            true,
+            tmfd,
+            &mut mode,
+            &mut which,
+        );
+        (result, which != pg_sys::TU_UpdateIndexes::TU_None)
     }
 }
 
-/// Insert the index entries of a new row version (every index: see simple_heap_update).
+/// Insert the index entries of a new row version (every index: see heap_update_waiting).
 ///
 /// # Safety
 /// `rri` must have its indexes open, `slot` hold the new version, `estate` be a live executor

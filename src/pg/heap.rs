@@ -290,19 +290,45 @@ impl Table {
     /// Replace the held row's version by one with `changes` (1-based columns; `None`: NULL),
     /// as an UPDATE would, without the executor: the row's triggers do not fire and no
     /// constraint is checked (the caller owns the row's meaning). The table must be open with
-    /// `RowExclusiveLock` and the row locked by this transaction ([`Found::lock`]). Index
-    /// entries are made when the new version needs them; the command counter moves on, so
-    /// later statements and later rows of this statement see the new version.
-    pub fn update(&self, held: &Held, changes: &[(i32, Option<Datum>)]) -> Result<()> {
-        // SAFETY: held is a copy of the locked latest version of a row of this relation (its
-        // t_self is that version's place); the columns were resolved against the relation's
-        // descriptor and the values are datums of their types (the caller's). The executor
-        // state, result relation and slot for the index entries are made and freed here.
+    /// `RowExclusiveLock`. Index entries are made when the new version needs them; the command
+    /// counter moves on, so later statements and later rows of this statement see the new
+    /// version.
+    ///
+    /// The held version need not be locked: a concurrent writer of it is waited for, as an
+    /// UPDATE waits, and if it committed a newer version first, nothing is written and `false`
+    /// comes back (the caller decides again on the newer version). Once the update is made,
+    /// the row is held as [`RowLock::NoKeyUpdate`] holds it, to the end of the transaction. A
+    /// cancel, lock timeout or deadlock while waiting comes back whole.
+    pub fn update(
+        &self,
+        held: &Held,
+        changes: &[(i32, Option<Datum>)],
+        what: &str,
+    ) -> Result<bool> {
+        // SAFETY: held is a copy of a version of a row of this relation (its t_self is that
+        // version's place); the columns were resolved against the relation's descriptor and
+        // the values are datums of their types (the caller's). heap_update may wait, so it runs
+        // under catch; the executor state, result relation and slot for the index entries are
+        // made and freed here.
         unsafe {
             let desc = (*self.rel).rd_att;
             let new = crate::pg::trigger::modify_tuple(held.tuple, desc, changes);
             let mut otid = (*held.tuple).t_self;
-            if crate::pg::compat::simple_heap_update(self.rel, &mut otid, new) {
+            let mut tmfd = pg_sys::TM_FailureData::default();
+            let (rel, otid_ptr, tmfd_ptr) = (
+                self.rel,
+                &mut otid as *mut pg_sys::ItemPointerData,
+                &mut tmfd as *mut pg_sys::TM_FailureData,
+            );
+            let (result, indexed) = crate::pg::catch::catch(|| {
+                crate::pg::compat::heap_update_waiting(rel, otid_ptr, new, tmfd_ptr)
+            })?;
+            match result {
+                pg_sys::TM_Result::TM_Ok => {}
+                pg_sys::TM_Result::TM_Updated => return Ok(false),
+                other => return Err(not_latest(other, what)),
+            }
+            if indexed {
                 let estate = pg_sys::CreateExecutorState();
                 let rri = pg_sys::palloc0(std::mem::size_of::<pg_sys::ResultRelInfo>())
                     as *mut pg_sys::ResultRelInfo;
@@ -317,8 +343,33 @@ impl Table {
             }
             pg_sys::CommandCounterIncrement();
         }
-        Ok(())
+        Ok(true)
     }
+}
+
+/// Why a row could not be locked or written other than a newer version committed first: it
+/// was changed by this very statement, or deleted while we waited.
+fn not_latest(result: pg_sys::TM_Result::Type, what: &str) -> Error {
+    if result == pg_sys::TM_Result::TM_SelfModified {
+        // A data-modifying WITH that updates the row and writes what depends on it: the
+        // version at hand may be stale.
+        return Error::new(
+            pg_labels_core::sqlstate::TRIGGERED_DATA_CHANGE_VIOLATION,
+            format!("a step cannot be written by the statement that changes its {what}"),
+        )
+        .detail(format!(
+            "The {what}'s row was updated by the same command; its labels could be read stale."
+        ))
+        .hint("Write the step in a statement of its own.");
+    }
+    Error::new(
+        SERIALIZATION_FAILURE,
+        format!("could not serialize access to a {what} being changed concurrently"),
+    )
+    .detail(format!(
+        "The {what} was deleted or moved while this statement waited for it."
+    ))
+    .hint("Retry the transaction.")
 }
 
 /// Where a row was found: the start of its chain of versions, as an index entry holds it.
@@ -379,6 +430,25 @@ impl Found<'_> {
         }
     }
 
+    /// Is the version found possibly being written or locked by another transaction (it has
+    /// an xmax not known to be invalid)? A hint: [`Table::update`] waits for such a writer.
+    pub fn may_be_held(&self) -> bool {
+        // SAFETY: the slot holds a row of the relation, as a heap tuple for a heap slot; any
+        // other slot counts as held.
+        unsafe {
+            if (*self.slot).tts_ops != &raw const pg_sys::TTSOpsBufferHeapTuple {
+                return true;
+            }
+            let tuple = (*(self.slot as *mut pg_sys::BufferHeapTupleTableSlot))
+                .base
+                .tuple;
+            if tuple.is_null() || (*tuple).t_data.is_null() {
+                return true;
+            }
+            (*(*tuple).t_data).t_infomask & pg_sys::HEAP_XMAX_INVALID as u16 == 0
+        }
+    }
+
     /// A copy of the row as the slot holds it (after [`lock`](Self::lock): its latest
     /// version), to update it later.
     pub fn hold(&self) -> Held {
@@ -429,20 +499,7 @@ impl Found<'_> {
             })?;
             match result {
                 pg_sys::TM_Result::TM_Ok => Ok(()),
-                // The row was changed by this very statement (a data-modifying WITH that
-                // updates it and writes what depends on it): the version at hand may be stale.
-                pg_sys::TM_Result::TM_SelfModified => Err(Error::new(
-                    pg_labels_core::sqlstate::TRIGGERED_DATA_CHANGE_VIOLATION,
-                    format!("a step cannot be written by the statement that changes its {what}"),
-                )
-                .detail(format!("The {what}'s row was updated by the same command; its labels could be read stale."))
-                .hint("Write the step in a statement of its own.")),
-                _ => Err(Error::new(
-                    SERIALIZATION_FAILURE,
-                    format!("could not serialize access to a {what} being changed concurrently"),
-                )
-                .detail(format!("The {what} was deleted or moved while this statement waited for it."))
-                .hint("Retry the transaction.")),
+                other => Err(not_latest(other, what)),
             }
         }
     }

@@ -194,9 +194,11 @@ impl RunLabels {
     }
 }
 
-/// A run, locked for this transaction.
+/// A run, locked for this transaction ([`lock_run`]), or read to be written only if no one
+/// wrote it first ([`read_run`]; `locked` is then false).
 pub struct LockedRun {
     pub scope: Vec<u8>,
+    pub locked: bool,
     pub labels: Rc<RunLabels>,
     /// Its hash chain (`None` for a table of release 0.1.0 until ALTER EXTENSION UPDATE).
     pub chain: Option<ChainState>,
@@ -218,10 +220,12 @@ static CHAIN_COLUMNS: Columns<2> =
 
 impl LockedRun {
     /// Move the run's chain on to a step's hash, and, when the step brought new labels, write
-    /// what the run carries now (`carried`).
-    pub fn advance(&self, head: &chain::Hash, carried: Option<&[u8]>) -> Result<()> {
+    /// what the run carries now (`carried`). `false` when the run was not locked and another
+    /// transaction wrote it first: nothing was written, and the step must be decided again on
+    /// the run as it is now ([`lock_run`]).
+    pub fn advance(&self, head: &chain::Hash, carried: Option<&[u8]>) -> Result<bool> {
         let Some(c) = &self.chain else {
-            return Ok(());
+            return Ok(true);
         };
         let [c_head, c_length] = c.columns;
         let mut changes = vec![
@@ -234,7 +238,15 @@ impl LockedRun {
                 Some(crate::types::datum::labelset_datum(labels)?),
             ));
         }
-        self.table.update(&self.held, &changes)
+        let written = self.table.update(&self.held, &changes, "run")?;
+        if !written && self.locked {
+            // cannot happen: a locked row is written by no one else
+            return Err(Error::new(
+                crate::pg::error::SERIALIZATION_FAILURE,
+                "could not serialize access to a run being changed concurrently",
+            ));
+        }
+        Ok(written)
     }
 }
 
@@ -248,6 +260,20 @@ const BIG_RUNS_KEPT: usize = 4;
 /// waiting for concurrent writers and following their updates to the latest version.
 /// `None` when there is no such run.
 pub fn lock_run(namespace: Oid, run: &Uuid) -> Result<Option<LockedRun>> {
+    find_run(namespace, run, true)
+}
+
+/// Find the run's latest version, to write it with [`LockedRun::advance`] only if no one wrote
+/// it first: a step's one write of its run's row is then also its lock, and a run no one else
+/// is writing costs no separate lock (no lock written to the run's page and WAL). The run is
+/// locked at once, as [`lock_run`] does, when its version found is held by another transaction
+/// (a writer is at it: waiting in the lock queue is fairer than deciding in vain) or its table
+/// keeps no chain (a step then writes its run's row only when its labels grow).
+pub fn read_run(namespace: Oid, run: &Uuid) -> Result<Option<LockedRun>> {
+    find_run(namespace, run, false)
+}
+
+fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>> {
     // a step moves the run's chain on: the run row is written
     let (rel, pkey) = open(namespace, c"runs", pg_sys::RowExclusiveLock)?;
     let [c_id, c_scope, c_labels] = rel.columns(&RUN_COLUMNS)?;
@@ -270,7 +296,10 @@ pub fn lock_run(namespace: Oid, run: &Uuid) -> Result<Option<LockedRun>> {
         &mut hint,
         |found| Ok(found.get::<Uuid>(c_id)?.as_ref() == Some(run)),
         |found| {
-            found.lock(RowLock::NoKeyUpdate, "run")?;
+            let locked = lock || chain_columns.is_none() || found.may_be_held();
+            if locked {
+                found.lock(RowLock::NoKeyUpdate, "run")?;
+            }
             let scope = found
                 .get::<ScopeBuf>(c_scope)?
                 .ok_or_else(|| Error::corrupt("scope"))?
@@ -324,7 +353,7 @@ pub fn lock_run(namespace: Oid, run: &Uuid) -> Result<Option<LockedRun>> {
                 }
                 None => None,
             };
-            Ok((scope, labels, chain, found.hold()))
+            Ok((scope, labels, chain, found.hold(), locked))
         },
     )?;
     if let Some(place) = hint {
@@ -335,14 +364,17 @@ pub fn lock_run(namespace: Oid, run: &Uuid) -> Result<Option<LockedRun>> {
             p.places.insert(*run, place);
         });
     }
-    Ok(result.map(|(scope, labels, chain, held)| LockedRun {
-        scope,
-        labels,
-        chain,
-        table: rel,
-        held,
-        labels_column: c_labels,
-    }))
+    Ok(
+        result.map(|(scope, labels, chain, held, locked)| LockedRun {
+            scope,
+            locked,
+            labels,
+            chain,
+            table: rel,
+            held,
+            labels_column: c_labels,
+        }),
+    )
 }
 
 /// A run whose row holds no hash chain: written around the triggers.

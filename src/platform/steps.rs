@@ -258,215 +258,238 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
     // ---- gather: the run (locked), the tool, the artifact ----
     let namespace = trigger.namespace();
     let owner = trigger.owner();
-    let run = catalog::lock_run(namespace, &run_id)?
-        .ok_or_else(|| Error::from(refusal::no_run(&run_id.to_string(), "steps_run_id_fkey")))?;
-    // one decision per request: checked under the run's lock, which orders the deciders
-    if kind == Kind::ApprovalDecided {
-        let request = row.get::<i64>(c.request)?.unwrap_or_default();
-        if decided(owner, &run_id, request)? {
-            return Err(refusal::already_decided(request).into());
-        }
-    }
-    let tool_entry = match tool {
-        Some(name) if kind.reads_tool() => catalog::tool(namespace, name)?,
-        _ => None,
-    };
-
-    // What the step brings: its own labels, and for a result of a tool whose output is not
-    // trusted, origin:tool; for a context read, the artifact's labels too.
-    let mut own: Cow<'_, [u8]> = Cow::Borrowed(step_labels.body());
-    if kind == Kind::ToolResult && !tool_entry.as_ref().is_some_and(|t| t.trusted_output) {
-        let origin = labelset::from_entries(vec![label::parse(b"origin:tool").unwrap_or_default()]);
-        let with = step_labels.union(LabelSet::from_canonical(&origin));
-        if with != step_labels.body() {
-            own = Cow::Owned(with);
-        }
-    }
-    let read = if kind == Kind::ContextRead {
-        let artifact: Uuid = row.must(c.artifact, "steps")?;
-        let r = sharing::read(
-            owner,
-            &run_id,
-            &run.scope,
-            &artifact,
-            row.get::<Uuid>(c.origin_run)?,
-            row.get::<&str>(c.digest)?,
-            step_labels,
-        )?;
-        if r.outcome.labels != step_labels.body() {
-            own = Cow::Owned(r.outcome.labels.clone());
-        }
-        Some(r)
-    } else {
-        None
-    };
-    let own_set = LabelSet::from_canonical(&own);
-
-    // ---- decide ----
-    let grows = !run.labels.has_all(own_set);
-    let summary: Cow<'_, Summary> = if grows {
-        Cow::Owned(run.labels.summary.with(own_set, &run.scope))
-    } else {
-        Cow::Borrowed(&run.labels.summary)
-    };
-    let verdict = if kind.is_judged() {
-        Some(judge(
-            &run,
-            &run_id,
-            owner,
-            tool,
-            tool_entry.as_ref(),
-            &summary,
-            row.get::<Jsonb>(c.args)?,
-        )?)
-    } else {
-        None
-    };
-    if let Some(v) = &verdict {
-        if kind == Kind::ToolCalled && v.decision != Decision::Allow {
-            return Err(v
-                .refusal(
-                    &run_id.to_string(),
-                    &run.scope,
-                    tool,
-                    tool_entry.as_ref().and_then(|t| t.effect),
-                    summary.origins(),
-                )
-                .into());
-        }
-    }
-
-    // ---- write ----
-    // The id, taken under the run's lock: ids follow the order in which a run's steps were
-    // decided.
-    let mut changes: Vec<(i32, Option<Datum>)> =
-        vec![(c.actor, Some(crate::pg::datum::text_datum(&actor)?))];
-    if on_shard {
-        changes.push((c.created_at, Some(Datum::from(now.0))));
-    }
-    if !legacy_ids {
-        let id = catalog::next_id(namespace, c"steps_id_seq", owner)?;
-        changes.push((c.id, Some(Datum::from(id))));
-    }
-    if let Cow::Owned(body) = &own {
-        changes.push((c.labels, Some(labelset_datum(body)?)));
-    }
-    let crossings_used: &[i64] = match (&verdict, &read) {
-        (Some(v), _) => &v.crossings,
-        (None, Some(r)) => &r.outcome.crossings,
-        _ => &[],
-    };
-    if !crossings_used.is_empty() {
-        changes.push((
-            c.crossings,
-            Some(crate::pg::datum::int8_array_datum(crossings_used)),
-        ));
-    }
-    if let Some(r) = &read {
-        changes.push((c.share, Some(Datum::from(r.outcome.share))));
-        changes.push((c.origin_run, Some(r.origin_run.datum())));
-        changes.push((c.digest, Some(crate::pg::datum::text_datum(&r.digest)?)));
-    }
-    if let Some(v) = &verdict {
-        changes.push((
-            c.decision,
-            Some(crate::pg::datum::text_datum(v.decision.name())?),
-        ));
-        changes.push((
-            c.rule,
-            v.rule
-                .map(|r| crate::pg::datum::text_datum(r.name()))
-                .transpose()?,
-        ));
-        changes.push((
-            c.reason,
-            v.reason
-                .as_deref()
-                .map(crate::pg::datum::text_datum)
-                .transpose()?,
-        ));
-        if kind == Kind::ToolCalled {
-            changes.push((c.request, v.approval.map(Datum::from)));
-        }
-    }
-    // Labels accumulate: the run now carries what this step brought. The chain: the step's
-    // hash links its content to its run's head, which moves on to it. Both are one write of
-    // the run's row, the version this step locked.
-    let carried = grows.then(|| run.labels.set().union(own_set));
-    if let (Some([c_prev, c_hash]), Some(state)) = (c.chain, &run.chain) {
-        let id = match changes.iter().find(|(col, _)| *col == c.id) {
-            Some((_, Some(d))) => d.value() as i64,
-            _ => row.get::<i64>(c.id)?.unwrap_or_default(),
-        };
-        let text = |col: i32| -> Result<Option<&str>> {
-            match changes.iter().find(|(c2, _)| *c2 == col) {
-                // SAFETY: the trigger's own text datums, made above.
-                Some((_, Some(d))) => unsafe {
-                    crate::pg::datum::read::<&str>(Some(*d), pg_sys::TEXTOID, || String::new())
-                },
-                Some((_, None)) => Ok(None),
-                None => row.get::<&str>(col),
-            }
-        };
-        let int = |col: i32| -> Result<Option<i64>> {
-            match changes.iter().find(|(c2, _)| *c2 == col) {
-                Some((_, d)) => Ok(d.map(|d| d.value() as i64)),
-                None => row.get::<i64>(col),
-            }
-        };
-        let args = row.get::<Jsonb>(c.args)?.map(|a| a.text());
-        let crossing_ids: Option<Vec<i64>> = if crossings_used.is_empty() {
-            row.get::<Vec<i64>>(c.crossings)?
+    // The run is read and the step decided on it; the step's one write of the run's row (its
+    // chain's head) is then also its lock on the run (catalog::read_run). If another step of
+    // the run was written first, or the decision is a refusal, the step is decided again on
+    // the run locked.
+    let mut lock = false;
+    loop {
+        let run = if lock {
+            catalog::lock_run(namespace, &run_id)
         } else {
-            Some(crossings_used.to_vec())
+            catalog::read_run(namespace, &run_id)
+        }?
+        .ok_or_else(|| Error::from(refusal::no_run(&run_id.to_string(), "steps_run_id_fkey")))?;
+        // one decision per request: checked under the run's lock, which orders the deciders (a
+        // decision committed stays; one being written holds the run's row, which this step's
+        // write then waits for)
+        if kind == Kind::ApprovalDecided {
+            let request = row.get::<i64>(c.request)?.unwrap_or_default();
+            if decided(owner, &run_id, request)? {
+                return Err(refusal::already_decided(request).into());
+            }
+        }
+        let tool_entry = match tool {
+            Some(name) if kind.reads_tool() => catalog::tool(namespace, name)?,
+            _ => None,
         };
-        let scope = pg_labels_core::scope::to_text(&run.scope);
-        let labels_after = chain::labels_next(&state.head, own_set);
-        let leaf = chain::leaf(&chain::StepContent {
-            id,
-            run_id: run_id.0,
-            kind: kind.name(),
-            tool,
-            labels: own_set,
-            args: args.as_deref(),
-            decision: text(c.decision)?,
-            rule: text(c.rule)?,
-            reason: text(c.reason)?,
-            request_id: int(c.request)?,
-            origin_run: match &read {
-                Some(r) => Some(r.origin_run.0),
-                None => row.get::<Uuid>(c.origin_run)?.map(|u| u.0),
-            },
-            artifact_id: row.get::<Uuid>(c.artifact)?.map(|u| u.0),
-            digest: text(c.digest)?,
-            share_id: int(c.share)?,
-            crossing_ids: crossing_ids.as_deref(),
-            actor: &actor,
-            created_at: now.0,
-            scope: &scope,
-            labels_after,
-        });
-        let hash = chain::link(&state.head, &leaf);
-        run.advance(&hash, carried.as_deref())?;
-        changes.push((c_prev, Some(bytea_datum(&state.head)?)));
-        changes.push((c_hash, Some(bytea_datum(&hash)?)));
-    } else if let Some(carried) = &carried {
-        // a table of release 0.1.0 (no chain), until ALTER EXTENSION UPDATE
-        as_owner(owner, || {
-            with_spi(|spi| {
-                GROW_LABELS
-                    .execute(
-                        spi,
-                        &[pg_sys::UUIDOID, labelset_type(&row, c.labels)],
-                        &[Some(run_id.datum()), Some(labelset_datum(carried)?)],
-                        false,
-                        0,
+
+        // What the step brings: its own labels, and for a result of a tool whose output is not
+        // trusted, origin:tool; for a context read, the artifact's labels too.
+        let mut own: Cow<'_, [u8]> = Cow::Borrowed(step_labels.body());
+        if kind == Kind::ToolResult && !tool_entry.as_ref().is_some_and(|t| t.trusted_output) {
+            let origin =
+                labelset::from_entries(vec![label::parse(b"origin:tool").unwrap_or_default()]);
+            let with = step_labels.union(LabelSet::from_canonical(&origin));
+            if with != step_labels.body() {
+                own = Cow::Owned(with);
+            }
+        }
+        let read = if kind == Kind::ContextRead {
+            let artifact: Uuid = row.must(c.artifact, "steps")?;
+            let r = sharing::read(
+                owner,
+                &run_id,
+                &run.scope,
+                &artifact,
+                row.get::<Uuid>(c.origin_run)?,
+                row.get::<&str>(c.digest)?,
+                step_labels,
+            )?;
+            if r.outcome.labels != step_labels.body() {
+                own = Cow::Owned(r.outcome.labels.clone());
+            }
+            Some(r)
+        } else {
+            None
+        };
+        let own_set = LabelSet::from_canonical(&own);
+
+        // ---- decide ----
+        let grows = !run.labels.has_all(own_set);
+        let summary: Cow<'_, Summary> = if grows {
+            Cow::Owned(run.labels.summary.with(own_set, &run.scope))
+        } else {
+            Cow::Borrowed(&run.labels.summary)
+        };
+        let verdict = if kind.is_judged() {
+            Some(judge(
+                &run,
+                &run_id,
+                owner,
+                tool,
+                tool_entry.as_ref(),
+                &summary,
+                row.get::<Jsonb>(c.args)?,
+            )?)
+        } else {
+            None
+        };
+        if let Some(v) = &verdict {
+            if kind == Kind::ToolCalled && v.decision != Decision::Allow {
+                // a refusal is made on the run locked: a writer at it may be deciding an approval
+                if !run.locked {
+                    lock = true;
+                    continue;
+                }
+                return Err(v
+                    .refusal(
+                        &run_id.to_string(),
+                        &run.scope,
+                        tool,
+                        tool_entry.as_ref().and_then(|t| t.effect),
+                        summary.origins(),
                     )
-                    .map(|rows| rows.len())
-            })
-        })?;
+                    .into());
+            }
+        }
+
+        // ---- write ----
+        // The id, taken under the run's lock: ids follow the order in which a run's steps were
+        // decided.
+        let mut changes: Vec<(i32, Option<Datum>)> =
+            vec![(c.actor, Some(crate::pg::datum::text_datum(&actor)?))];
+        if on_shard {
+            changes.push((c.created_at, Some(Datum::from(now.0))));
+        }
+        if !legacy_ids {
+            let id = catalog::next_id(namespace, c"steps_id_seq", owner)?;
+            changes.push((c.id, Some(Datum::from(id))));
+        }
+        if let Cow::Owned(body) = &own {
+            changes.push((c.labels, Some(labelset_datum(body)?)));
+        }
+        let crossings_used: &[i64] = match (&verdict, &read) {
+            (Some(v), _) => &v.crossings,
+            (None, Some(r)) => &r.outcome.crossings,
+            _ => &[],
+        };
+        if !crossings_used.is_empty() {
+            changes.push((
+                c.crossings,
+                Some(crate::pg::datum::int8_array_datum(crossings_used)),
+            ));
+        }
+        if let Some(r) = &read {
+            changes.push((c.share, Some(Datum::from(r.outcome.share))));
+            changes.push((c.origin_run, Some(r.origin_run.datum())));
+            changes.push((c.digest, Some(crate::pg::datum::text_datum(&r.digest)?)));
+        }
+        if let Some(v) = &verdict {
+            changes.push((
+                c.decision,
+                Some(crate::pg::datum::text_datum(v.decision.name())?),
+            ));
+            changes.push((
+                c.rule,
+                v.rule
+                    .map(|r| crate::pg::datum::text_datum(r.name()))
+                    .transpose()?,
+            ));
+            changes.push((
+                c.reason,
+                v.reason
+                    .as_deref()
+                    .map(crate::pg::datum::text_datum)
+                    .transpose()?,
+            ));
+            if kind == Kind::ToolCalled {
+                changes.push((c.request, v.approval.map(Datum::from)));
+            }
+        }
+        // Labels accumulate: the run now carries what this step brought. The chain: the step's
+        // hash links its content to its run's head, which moves on to it. Both are one write of
+        // the run's row, the version this step locked.
+        let carried = grows.then(|| run.labels.set().union(own_set));
+        if let (Some([c_prev, c_hash]), Some(state)) = (c.chain, &run.chain) {
+            let id = match changes.iter().find(|(col, _)| *col == c.id) {
+                Some((_, Some(d))) => d.value() as i64,
+                _ => row.get::<i64>(c.id)?.unwrap_or_default(),
+            };
+            let text = |col: i32| -> Result<Option<&str>> {
+                match changes.iter().find(|(c2, _)| *c2 == col) {
+                    // SAFETY: the trigger's own text datums, made above.
+                    Some((_, Some(d))) => unsafe {
+                        crate::pg::datum::read::<&str>(Some(*d), pg_sys::TEXTOID, || String::new())
+                    },
+                    Some((_, None)) => Ok(None),
+                    None => row.get::<&str>(col),
+                }
+            };
+            let int = |col: i32| -> Result<Option<i64>> {
+                match changes.iter().find(|(c2, _)| *c2 == col) {
+                    Some((_, d)) => Ok(d.map(|d| d.value() as i64)),
+                    None => row.get::<i64>(col),
+                }
+            };
+            let args = row.get::<Jsonb>(c.args)?.map(|a| a.text());
+            let crossing_ids: Option<Vec<i64>> = if crossings_used.is_empty() {
+                row.get::<Vec<i64>>(c.crossings)?
+            } else {
+                Some(crossings_used.to_vec())
+            };
+            let scope = pg_labels_core::scope::to_text(&run.scope);
+            let labels_after = chain::labels_next(&state.head, own_set);
+            let leaf = chain::leaf(&chain::StepContent {
+                id,
+                run_id: run_id.0,
+                kind: kind.name(),
+                tool,
+                labels: own_set,
+                args: args.as_deref(),
+                decision: text(c.decision)?,
+                rule: text(c.rule)?,
+                reason: text(c.reason)?,
+                request_id: int(c.request)?,
+                origin_run: match &read {
+                    Some(r) => Some(r.origin_run.0),
+                    None => row.get::<Uuid>(c.origin_run)?.map(|u| u.0),
+                },
+                artifact_id: row.get::<Uuid>(c.artifact)?.map(|u| u.0),
+                digest: text(c.digest)?,
+                share_id: int(c.share)?,
+                crossing_ids: crossing_ids.as_deref(),
+                actor: &actor,
+                created_at: now.0,
+                scope: &scope,
+                labels_after,
+            });
+            let hash = chain::link(&state.head, &leaf);
+            if !run.advance(&hash, carried.as_deref())? {
+                // another step of the run was written first: decide again on the run locked
+                lock = true;
+                continue;
+            }
+            changes.push((c_prev, Some(bytea_datum(&state.head)?)));
+            changes.push((c_hash, Some(bytea_datum(&hash)?)));
+        } else if let Some(carried) = &carried {
+            // a table of release 0.1.0 (no chain), until ALTER EXTENSION UPDATE
+            as_owner(owner, || {
+                with_spi(|spi| {
+                    GROW_LABELS
+                        .execute(
+                            spi,
+                            &[pg_sys::UUIDOID, labelset_type(&row, c.labels)],
+                            &[Some(run_id.datum()), Some(labelset_datum(carried)?)],
+                            false,
+                            0,
+                        )
+                        .map(|rows| rows.len())
+                })
+            })?;
+        }
+        return Ok(row.modified(&changes));
     }
-    Ok(row.modified(&changes))
 }
 
 /// Has the request been decided already (as committed now)? Called under the run's lock.
