@@ -16,6 +16,13 @@
 #                               to one node (not part of "all")
 #   scripts/bench.sh purge      removing a month of a 10M-step trail: purge() against DELETE
 #                               (PURGE_STEPS=n for another size; not part of "all": ~10 minutes)
+#   scripts/bench.sh scale      the trail at scale (issue 18): a trail of SCALE_STEPS steps
+#                               (default 10,000,000; 30,000,000 for the other figure) over
+#                               SCALE_RUNS runs (10,000), then every ratio against the bare table
+#                               holding the same rows: single-row inserts and their WAL, 8
+#                               clients on one run and on 8 runs, COPY (SCALE_COPY rows,
+#                               1,000,000), INSERT ... SELECT (100,000), and the analysts'
+#                               queries against the superuser's (not part of "all")
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 what=${1:-all}
 
@@ -183,6 +190,121 @@ if [ "$what" = purge ]; then
     psql_q -d bench_purge -c "CREATE EXTENSION pg_labels"
     log "purge: a month of ${PURGE_STEPS:-10000000} steps, purge() against DELETE and VACUUM"
     "$PGBIN/psql" -X -q -d bench_purge -v steps="${PURGE_STEPS:-10000000}" -f "$ROOT/bench/purge.sql"
+fi
+
+if [ "$what" = scale ]; then
+    steps=${SCALE_STEPS:-10000000}
+    nruns=${SCALE_RUNS:-10000}
+    ncopy=${SCALE_COPY:-1000000}
+    seconds=${SCALE_SECONDS:-10}
+    psql_q -c "DROP DATABASE IF EXISTS bench_scale" -c "DROP ROLE IF EXISTS bench_analyst" -c "CREATE DATABASE bench_scale"
+    psql_q -d bench_scale -c "CREATE EXTENSION pg_labels" -f "$ROOT/bench/trail_setup.sql"
+    log "scale: loading a trail of $steps steps over $nruns runs, and the same rows into the bare table"
+    start=$(date +%s)
+    psql_q -d bench_scale -v steps="$steps" -v runs="$nruns" -f "$ROOT/bench/scale_setup.sql" >/dev/null
+    echo "loaded in $(($(date +%s) - start)) s"
+    work=$(mktemp -d /tmp/pg_labels_scale.XXXXXX)
+    chmod 755 "$work"
+    # the pgbench scripts: $1 the table's schema, $2 which run (an expression)
+    script() {
+        printf '%s\n' "\\set r $2" \
+            "INSERT INTO $1.steps (run_id, kind, tool, labels, args) VALUES (md5('scale' || :r)::uuid, 'tool_called', 'tickets.read', E'{area\\x3aacme/platform}', '{\"ticket\": 42}');"
+    }
+    for t in pg_labels bench_plain; do
+        script $t "random(1, $nruns)" >"$work/random_$t.sql"
+        script $t 1 >"$work/one_$t.sql"
+        script $t ":client_id + 1" >"$work/own_$t.sql"
+    done
+    median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+    lsn() { "$PGBIN/psql" -X -qAt -d bench_scale -c "SELECT pg_current_wal_insert_lsn()"; }
+    declare -A tps wal
+    log "scale: pgbench -M prepared, ${seconds}s per variant, 3 rounds, interleaved"
+    for round in 1 2 3; do
+        for w in random one own; do
+            clients=8
+            [ $w = random ] && clients=1
+            for t in pg_labels bench_plain; do
+                psql_q -d bench_scale -c "CHECKPOINT"
+                l0=$(lsn)
+                out=$("$PGBIN/pgbench" -n -M prepared -c $clients -j $clients -T "$seconds" -f "$work/${w}_$t.sql" bench_scale 2>&1)
+                n=$(echo "$out" | awk '/number of transactions actually processed/ { print $NF }' | cut -d/ -f1)
+                tps[$w,$t]="${tps[$w,$t]:-} $(echo "$out" | awk '/^tps/ { print $3 }')"
+                wal[$w,$t]="${wal[$w,$t]:-} $("$PGBIN/psql" -X -qAt -d bench_scale -c "SELECT round(pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$l0') / $n)")"
+            done
+        done
+    done
+    # bulk writes: the same rows (random runs) into each table, one statement, twice each
+    log "scale: COPY of $ncopy steps and INSERT ... SELECT of 100,000, into each table"
+    psql_q -d bench_scale -c "COPY (SELECT * FROM bench_scale_input LIMIT $ncopy) TO '$work/copy.tsv'"
+    timed() { # $1 SQL: milliseconds
+        "$PGBIN/psql" -X -q -d bench_scale -c '\timing on' -c "$1" | awk '/^Time:/ { print $2 }'
+    }
+    declare -A ms
+    for round in 1 2; do
+        for t in pg_labels bench_plain; do
+            psql_q -d bench_scale -c "CHECKPOINT"
+            ms[copy,$t]="${ms[copy,$t]:-} $(timed "COPY $t.steps (run_id, kind, tool, labels, args) FROM '$work/copy.tsv'")"
+            ms[select,$t]="${ms[select,$t]:-} $(timed "INSERT INTO $t.steps (run_id, kind, tool, labels, args) SELECT * FROM bench_scale_input LIMIT 100000")"
+        done
+    done
+    # the analysts' queries: as an analyst of acme (row-level security), and as the superuser
+    log "scale: analysts' queries, as bench_analyst in scope acme and as the superuser, 5 s each"
+    run7=$("$PGBIN/psql" -X -qAt -d bench_scale -c "SELECT md5('scale7')::uuid")
+    queries=(
+        "trail of one run|SELECT count(*) FROM (SELECT * FROM pg_labels.trail WHERE run_id = '$run7' ORDER BY id) t"
+        "refusals by day|SELECT date_trunc('day', created_at), count(*) FROM pg_labels.refusals GROUP BY 1"
+        "runs carrying tag:pii|SELECT count(*) FROM pg_labels.runs WHERE labels @> '{tag:pii}'"
+    )
+    declare -A qtps
+    for q in "${queries[@]}"; do
+        name=${q%%|*}
+        printf '%s\n' "BEGIN;" "SELECT pg_labels.enter_scope('acme');" "${q#*|};" "COMMIT;" >"$work/q.sql"
+        for round in 1 2 3; do
+            for who in bench_analyst postgres; do
+                t=$("$PGBIN/pgbench" -n -T 5 -U $who -f "$work/q.sql" bench_scale 2>&1 | awk '/^tps/ { print $3 }')
+                qtps[$name,$who]="${qtps[$name,$who]:-} $t"
+            done
+        done
+        echo "-- $name, as bench_analyst:"
+        "$PGBIN/psql" -X -q -d bench_scale -U bench_analyst -c "BEGIN" -c "SELECT FROM pg_labels.enter_scope('acme')" \
+            -c "EXPLAIN (COSTS off) ${q#*|}" -c "COMMIT" | grep -v '^$'
+    done
+    rm -rf "$work"
+
+    printf '\n%-40s %14s %14s %8s %s\n' "trail of $steps steps, $nruns runs" "enforced" "bare" "ratio" "goal"
+    row() { printf '%-40s %14s %14s %8.2f %s\n' "$1" "$2" "$3" "$4" "$5"; }
+    for w in random one own; do
+        a=$(echo "${tps[$w,pg_labels]}" | median)
+        b=$(echo "${tps[$w,bench_plain]}" | median)
+        case $w in
+            random) label="single-row inserts, random run (tps)" goal=">= 0.95 to 10M, >= 0.90 at 30M" ;;
+            one) label="8 clients on one run (tps)" goal=">= 0.90" ;;
+            own) label="8 clients on 8 runs (tps)" goal=">= 0.95" ;;
+        esac
+        row "$label" "$a" "$b" "$(echo "$a / $b" | bc -l)" "$goal"
+        wa=$(echo "${wal[$w,pg_labels]}" | median)
+        wb=$(echo "${wal[$w,bench_plain]}" | median)
+        row "  WAL per step (bytes)" "$wa" "$wb" "$(echo "$wa / $wb" | bc -l)" "$([ $w = random ] && echo '<= 1.1')"
+    done
+    for k in copy select; do
+        a=$(echo "${ms[$k,pg_labels]}" | median)
+        b=$(echo "${ms[$k,bench_plain]}" | median)
+        case $k in
+            copy) label="COPY of $ncopy steps (ms)" goal=">= 0.80" ;;
+            select) label="INSERT ... SELECT of 100,000 (ms)" goal=">= 0.70" ;;
+        esac
+        row "$label" "$a" "$b" "$(echo "$b / $a" | bc -l)" "$goal"
+    done
+    for q in "${queries[@]}"; do
+        name=${q%%|*}
+        a=$(echo "${qtps[$name,bench_analyst]}" | median)
+        b=$(echo "${qtps[$name,postgres]}" | median)
+        row "analyst: $name (tps)" "$a" "$b" "$(echo "$a / $b" | bc -l)" ">= 0.83 (within 1.2x)"
+    done
+    echo "ratio: enforced / bare throughput (for the bulk writes: bare time / enforced time); pgbench"
+    echo "medians of 3 rounds, bulk writes medians of 2; the analysts' queries against the same query"
+    echo "as the superuser (no row-level security), in the analyst's transaction (enter_scope() included)"
+    psql_q -d bench_scale -c "DROP OWNED BY bench_analyst" -c "DROP ROLE bench_analyst" 2>/dev/null || true
 fi
 
 if [ "$what" = instructions ]; then

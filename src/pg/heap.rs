@@ -82,11 +82,17 @@ impl Table {
     /// by now, or none); the index is searched only when it does not, and `hint` then keeps the
     /// place the index gave. A place is the start of the row's chain of versions, as in an
     /// index entry: the latest visible version is found from it as an index scan finds it.
+    ///
+    /// `written`, when given, is the version this transaction wrote last (see
+    /// [`update`](Self::update)): it is tried first, as the row's latest version if it is
+    /// still visible (a row this transaction updated is written by no one else until it ends).
+    #[allow(clippy::too_many_arguments)]
     pub fn probe_hinted<T>(
         &self,
         index: Oid,
         key: Datum,
         eq_proc: u32,
+        written: Option<Tid>,
         hint: &mut Option<Tid>,
         is_it: impl Fn(&Found<'_>) -> Result<bool>,
         found: impl FnOnce(&Found<'_>) -> Result<T>,
@@ -94,6 +100,22 @@ impl Table {
         self.with_slot(
             true,
             |slot, snapshot| {
+                if let Some(Tid(mut tid)) = written {
+                    // SAFETY: an open relation, a slot made for it and a registered snapshot;
+                    // the table AM checks the place (a version gone or invisible is none).
+                    let hit = unsafe {
+                        pg_sys::table_tuple_fetch_row_version(self.rel, &mut tid, snapshot, slot)
+                    };
+                    if hit
+                        && is_it(&Found {
+                            table: self,
+                            slot,
+                            snapshot,
+                        })?
+                    {
+                        return Ok(Some((slot, snapshot)));
+                    }
+                }
                 if let Some(Tid(tid)) = *hint {
                     // SAFETY: an open relation, a slot made for it and a registered snapshot; the
                     // block is checked to exist (VACUUM may have cut the table short since).
@@ -292,10 +314,10 @@ impl Table {
     /// constraint is checked (the caller owns the row's meaning). The table must be open with
     /// `RowExclusiveLock`. Index entries are made when the new version needs them; the command
     /// counter moves on, so later statements and later rows of this statement see the new
-    /// version.
+    /// version, whose place comes back.
     ///
     /// The held version need not be locked: a concurrent writer of it is waited for, as an
-    /// UPDATE waits, and if it committed a newer version first, nothing is written and `false`
+    /// UPDATE waits, and if it committed a newer version first, nothing is written and `None`
     /// comes back (the caller decides again on the newer version). Once the update is made,
     /// the row is held as [`RowLock::NoKeyUpdate`] holds it, to the end of the transaction. A
     /// cancel, lock timeout or deadlock while waiting comes back whole.
@@ -304,7 +326,7 @@ impl Table {
         held: &Held,
         changes: &[(i32, Option<Datum>)],
         what: &str,
-    ) -> Result<bool> {
+    ) -> Result<Option<Tid>> {
         // SAFETY: held is a copy of a version of a row of this relation (its t_self is that
         // version's place); the columns were resolved against the relation's descriptor and
         // the values are datums of their types (the caller's). heap_update may wait, so it runs
@@ -325,7 +347,7 @@ impl Table {
             })?;
             match result {
                 pg_sys::TM_Result::TM_Ok => {}
-                pg_sys::TM_Result::TM_Updated => return Ok(false),
+                pg_sys::TM_Result::TM_Updated => return Ok(None),
                 other => return Err(not_latest(other, what)),
             }
             if indexed {
@@ -342,8 +364,8 @@ impl Table {
                 pg_sys::FreeExecutorState(estate);
             }
             pg_sys::CommandCounterIncrement();
+            Ok(Some(Tid((*new).t_self)))
         }
-        Ok(true)
     }
 }
 

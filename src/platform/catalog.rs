@@ -199,6 +199,7 @@ impl RunLabels {
 pub struct LockedRun {
     pub scope: Vec<u8>,
     pub locked: bool,
+    run: Uuid,
     pub labels: Rc<RunLabels>,
     /// Its hash chain (`None` for a table of release 0.1.0 until ALTER EXTENSION UPDATE).
     pub chain: Option<ChainState>,
@@ -239,6 +240,24 @@ impl LockedRun {
             ));
         }
         let written = self.table.update(&self.held, &changes, "run")?;
+        if let Some(place) = written {
+            // the next step of this run in this transaction (a bulk write) starts there
+            // rather than walking the versions this transaction left behind
+            // SAFETY: reads the backend's transaction state.
+            let xid = unsafe { pg_sys::GetTopTransactionIdIfAny() };
+            WRITTEN.with(|w| {
+                if w.xid != xid || w.table != self.table.oid() {
+                    w.xid = xid;
+                    w.table = self.table.oid();
+                    w.places.clear();
+                }
+                if w.places.len() >= RUN_PLACES_KEPT {
+                    w.places.clear();
+                }
+                w.places.insert(self.run, place);
+            });
+        }
+        let written = written.is_some();
         if !written && self.locked {
             // cannot happen: a locked row is written by no one else
             return Err(Error::new(
@@ -289,10 +308,19 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
         }
         p.places.get(run).copied()
     });
+    // the version of the run this transaction wrote last, if it wrote one
+    // SAFETY: reads the backend's transaction state.
+    let xid = unsafe { pg_sys::GetTopTransactionIdIfAny() };
+    let written = WRITTEN.with(|w| {
+        (xid != pg_sys::InvalidTransactionId && w.xid == xid && w.table == rel.oid())
+            .then(|| w.places.get(run).copied())
+            .flatten()
+    });
     let result = rel.probe_hinted(
         pkey,
         run.datum(),
         pg_sys::F_UUID_EQ,
+        written,
         &mut hint,
         |found| Ok(found.get::<Uuid>(c_id)?.as_ref() == Some(run)),
         |found| {
@@ -368,6 +396,7 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
         result.map(|(scope, labels, chain, held, locked)| LockedRun {
             scope,
             locked,
+            run: *run,
             labels,
             chain,
             table: rel,
@@ -398,6 +427,18 @@ static RUN_PLACES: BackendLocal<RunPlaces> = BackendLocal::new(RunPlaces {
     table: Oid::INVALID,
     places: BTreeMap::new(),
 });
+/// The versions of runs this transaction wrote last (see [`LockedRun::advance`]).
+struct Written {
+    xid: pg_sys::TransactionId,
+    table: Oid,
+    places: BTreeMap<Uuid, Tid>,
+}
+static WRITTEN: BackendLocal<Written> = BackendLocal::new(Written {
+    xid: pg_sys::InvalidTransactionId,
+    table: Oid::INVALID,
+    places: BTreeMap::new(),
+});
+
 /// How many runs' places a backend keeps.
 const RUN_PLACES_KEPT: usize = 8192;
 
