@@ -27,7 +27,7 @@ SELECT nextval('pg_labels.steps_id_seq'), md5('scale' || (1 + (i * 7919) %% %s))
        CASE WHEN i %% 100 = 0 THEN 'loaded' END,
        current_user, now() - interval '1 second' * (%s - i) / 1000,
        pg_labels.trail_slot(now()), sha256(int8send(i - 1)), sha256(int8send(i))
-FROM generate_series(%s, %s) i$q$, :runs, :steps, b * 1000000 + 1, least((b + 1) * 1000000, :steps))
+FROM generate_series(%s::bigint, %s) i$q$, :runs, :steps, b * 1000000 + 1, least((b + 1) * 1000000, :steps))
 FROM bench_scale_batches ORDER BY b \gexec
 RESET session_replication_role;
 SELECT format($q$
@@ -48,5 +48,5 @@ CREATE TABLE bench_scale_input AS
 SELECT md5('scale' || (1 + (i * 104729) % :runs))::uuid AS run_id, 'tool_called'::text AS kind,
        'tickets.read'::text AS tool, '{area:acme/platform}'::labelset AS labels,
        '{"ticket": 42}'::jsonb AS args
-FROM generate_series(1, 1000000) i;
+FROM generate_series(1::bigint, 1000000) i;
 VACUUM ANALYZE;

@@ -205,6 +205,7 @@ if [ "$what" = scale ]; then
     echo "loaded in $(($(date +%s) - start)) s"
     work=$(mktemp -d /tmp/pg_labels_scale.XXXXXX)
     chmod 755 "$work"
+    chown postgres: "$work"
     # the pgbench scripts: $1 the table's schema, $2 which run (an expression)
     script() {
         printf '%s\n' "\\set r $2" \
