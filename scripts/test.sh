@@ -21,7 +21,7 @@ declare -A REGRESS=(
     [platform]="trail sealed approvals write_paths bulk search_path listeners chain"
     [sharing]="sharing"
     [publication]="publication"
-    [rls]="rls provenance citus_functions"
+    [rls]="rls analyst_queries provenance citus_functions"
     [security]="hostile_triggers hardening"
 )
 ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client fuzz citus)
@@ -109,6 +109,8 @@ else
 fi
 PG_EXTRA_OPTS="-c track_commit_timestamp=on" start_cluster
 export PG_LABELS_SCRATCH=$CLUSTER_DIR
+# a second connection for pg_regress files that need one (\! "$PG_LABELS_PSQL" ...)
+export PG_LABELS_PSQL=$PGBIN/psql
 
 # Run a pg_regress-style driver: $1 the driver (under pgxs/src/test), $2 the directory under
 # tests/ with its sql or specs and expected outputs, $3 the database, then the tests (or

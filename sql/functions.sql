@@ -121,7 +121,8 @@ AS 'MODULE_PATHNAME', 'pgl_visible' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED
 COMMENT ON FUNCTION pg_labels.visible(@extschema@.labelset) IS
     'The entered scope can carry these labels (false when no scope is entered): the row-level security predicate';
 
--- The policies on a Citus cluster (pg_labels.distribute(); Citus runs no subquery in a policy)
+-- The steps' policy (a step is visible with its run, whose answer is kept for the rest of a
+-- query's steps) and, on a Citus cluster (which runs no subquery in a policy), the shares'
 CREATE FUNCTION pg_labels.run_visible(rel oid, run uuid) RETURNS boolean
 AS 'MODULE_PATHNAME', 'pgl_run_visible' LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION pg_labels.run_visible(oid, uuid) IS

@@ -238,6 +238,15 @@ COMMENT ON FUNCTION pg_labels.revoke_crossing(bigint, text) IS
 --------------------------------------------------------------------------------------------
 -- Scopes (row-level security) and provenance
 --------------------------------------------------------------------------------------------
+-- The steps' and (on a Citus cluster) the shares' policies
+CREATE FUNCTION pg_labels.run_visible(rel oid, run uuid) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_run_visible' LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION pg_labels.run_visible(oid, uuid) IS
+    'The run (read next to the relation rel: on Citus, the co-located shard) is one the caller sees: a writer of runs, or its labels are visible';
+CREATE FUNCTION pg_labels.artifact_visible(rel oid, artifact uuid) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_artifact_visible' LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION pg_labels.artifact_visible(oid, uuid) IS
+    'The artifact (read next to the relation rel) is one the caller sees: a writer of artifacts, or its labels are visible';
 
 CREATE OR REPLACE FUNCTION pg_labels.enter_scope(scope @extschema@.scope, for_session boolean DEFAULT false)
 RETURNS @extschema@.scope
@@ -752,7 +761,7 @@ CREATE POLICY runs_visible ON pg_labels.runs
            OR pg_labels.visible(labels));
 CREATE POLICY steps_visible ON pg_labels.steps
     USING ((SELECT pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.regclass, 'INSERT'))
-           OR (pg_labels.visible(labels) AND EXISTS (SELECT FROM pg_labels.runs r WHERE r.id = run_id)));
+           OR (pg_labels.visible(labels) AND pg_labels.run_visible(tableoid, run_id)));
 CREATE POLICY artifacts_visible ON pg_labels.artifacts
     USING ((SELECT pg_catalog.has_table_privilege('pg_labels.artifacts'::pg_catalog.regclass, 'INSERT'))
            OR pg_labels.visible(labels));
@@ -789,7 +798,7 @@ BEGIN
         EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY', part);
         EXECUTE format($p$CREATE POLICY steps_visible ON %s
             USING ((SELECT pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.regclass, 'INSERT'))
-                   OR (pg_labels.visible(labels) AND EXISTS (SELECT FROM pg_labels.runs r WHERE r.id = run_id)))$p$, part);
+                   OR (pg_labels.visible(labels) AND pg_labels.run_visible(tableoid, run_id)))$p$, part);
         EXECUTE format('CREATE TRIGGER steps_no_truncate BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only()', part);
     END LOOP;
 END
@@ -967,15 +976,6 @@ $grants$;
 --------------------------------------------------------------------------------------------
 -- Scaling out with Citus (sql/citus.sql of 0.2.0)
 --------------------------------------------------------------------------------------------
--- The policies on a Citus cluster (pg_labels.distribute(); Citus runs no subquery in a policy)
-CREATE FUNCTION pg_labels.run_visible(rel oid, run uuid) RETURNS boolean
-AS 'MODULE_PATHNAME', 'pgl_run_visible' LANGUAGE C STABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION pg_labels.run_visible(oid, uuid) IS
-    'The run (read next to the relation rel: on Citus, the co-located shard) is one the caller sees: a writer of runs, or its labels are visible';
-CREATE FUNCTION pg_labels.artifact_visible(rel oid, artifact uuid) RETURNS boolean
-AS 'MODULE_PATHNAME', 'pgl_artifact_visible' LANGUAGE C STABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION pg_labels.artifact_visible(oid, uuid) IS
-    'The artifact (read next to the relation rel) is one the caller sees: a writer of artifacts, or its labels are visible';
 CREATE FUNCTION pg_labels.next_share_id() RETURNS bigint
 AS 'MODULE_PATHNAME', 'pgl_next_share_id' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION pg_labels.next_share_id() IS

@@ -365,7 +365,7 @@ CREATE POLICY runs_visible ON pg_labels.runs
            OR pg_labels.visible(labels));
 CREATE POLICY steps_visible ON pg_labels.steps
     USING ((SELECT pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.regclass, 'INSERT'))
-           OR (pg_labels.visible(labels) AND EXISTS (SELECT FROM pg_labels.runs r WHERE r.id = run_id)));
+           OR (pg_labels.visible(labels) AND pg_labels.run_visible(tableoid, run_id)));
 CREATE POLICY artifacts_visible ON pg_labels.artifacts
     USING ((SELECT pg_catalog.has_table_privilege('pg_labels.artifacts'::pg_catalog.regclass, 'INSERT'))
            OR pg_labels.visible(labels));
@@ -402,7 +402,7 @@ BEGIN
         EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY', part);
         EXECUTE format($p$CREATE POLICY steps_visible ON %s
             USING ((SELECT pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.regclass, 'INSERT'))
-                   OR (pg_labels.visible(labels) AND EXISTS (SELECT FROM pg_labels.runs r WHERE r.id = run_id)))$p$, part);
+                   OR (pg_labels.visible(labels) AND pg_labels.run_visible(tableoid, run_id)))$p$, part);
         EXECUTE format('CREATE TRIGGER steps_no_truncate BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only()', part);
     END LOOP;
 END

@@ -15,6 +15,7 @@ use crate::pg::citus;
 use crate::pg::datum::Name;
 use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
 use crate::pg::fmgr::{external_id, ret_bool};
+use crate::pg::heap::active_view;
 use crate::pg::local::BackendLocal;
 use crate::pg::spi::{
     as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan,
@@ -26,6 +27,7 @@ use crate::sql_function;
 use crate::types::datum::{scope_datum, TypeArgs};
 use pg_labels_core::refusal;
 use pgrx::pg_sys::{self, Oid, SubTransactionId};
+use std::collections::HashMap;
 use std::ffi::CStr;
 
 #[derive(Clone, Debug)]
@@ -50,7 +52,22 @@ struct State {
     /// On a Citus node: the scope a transaction carried here, for whom, and whether a grant
     /// lets that role enter it (see [`carried`]).
     carried: Option<(u64, Oid, Vec<u8>, bool)>,
+    /// `run_visible()`'s and `artifact_visible()`'s answers under one view: see [`Seen`].
+    seen: Option<Seen>,
 }
+
+/// The steps' policy asks, for every step a query reads, whether its run is visible: a probe
+/// of `runs` per step, the same run's for every step of a run. Under one view of the data (the
+/// transaction, the active snapshot's [`active_view`], the role and the entered scope) the
+/// answer for a row cannot change, so it is kept by (relation read next to, table, id) until
+/// the view changes, a subtransaction rolls back or [`SEEN_KEPT`] answers are held.
+struct Seen {
+    view: (u64, [u64; 4], Oid, Option<Vec<u8>>),
+    answers: HashMap<(Oid, &'static str, [u8; 16]), bool>,
+}
+
+/// How many answers one view keeps (a query over more rows starts again, still correct).
+const SEEN_KEPT: usize = 1 << 16;
 
 /// A policy that checks the same big labelset for many rows (a run carrying 100,000 labels,
 /// checked through a hashed subplan for every step of a query) would read and check it each
@@ -72,6 +89,7 @@ static STATE: BackendLocal<State> = BackendLocal::new(State {
     xact: 0,
     answers: None,
     carried: None,
+    seen: None,
 });
 
 impl Answers {
@@ -147,6 +165,7 @@ fn xact_event(s: &mut State, event: pg_sys::XactEvent::Type) {
         _ => return,
     }
     s.local = None;
+    s.seen = None;
     s.xact += 1;
 }
 
@@ -165,6 +184,9 @@ fn subxact_event(
     my: SubTransactionId,
     parent: SubTransactionId,
 ) {
+    if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
+        s.seen = None; // what its writes showed is gone
+    }
     if s.saved.last().map(|e| e.0) != Some(my) {
         return;
     }
@@ -500,19 +522,60 @@ fn row_visible(call: &crate::pg::fmgr::Call<'_>, table: &'static str) -> Result<
     };
     let rel = Oid::from(call.datum(0).value() as u32);
     let id = crate::pg::datum::uuid_arg(call, 1);
-    let writer =
-        crate::pg::spi::may_insert(crate::platform::catalog::relation_named(namespace, table));
-    if writer {
-        return ret_bool(true);
+    let scope = effective()?;
+    // the answer depends on the row as the active snapshot shows it, the role (a writer sees
+    // every row) and the scope
+    let view = active_view().map(|v| (state(|s| s.xact), v, current_user(), scope.clone()));
+    let key = (rel, table, id.0);
+    if let Some(view) = &view {
+        let kept = state(|s| {
+            s.seen
+                .as_ref()
+                .filter(|seen| seen.view == *view)
+                .and_then(|seen| seen.answers.get(&key).copied())
+        });
+        if let Some(answer) = kept {
+            return ret_bool(answer);
+        }
     }
-    let Some(scope) = effective()? else {
-        return ret_bool(false);
+    let answer = row_visible_now(namespace, rel, table, &id, scope.as_deref())?;
+    if let Some(view) = view {
+        state(|s| {
+            let seen = match &mut s.seen {
+                Some(seen) if seen.view == view && seen.answers.len() < SEEN_KEPT => seen,
+                other => other.insert(Seen {
+                    view,
+                    answers: HashMap::new(),
+                }),
+            };
+            seen.answers.insert(key, answer);
+        });
+    }
+    ret_bool(answer)
+}
+
+/// [`row_visible`] read from the table: a writer of `table` sees every row, others a row whose
+/// labels the entered scope can carry.
+fn row_visible_now(
+    namespace: Oid,
+    rel: Oid,
+    table: &'static str,
+    id: &crate::pg::datum::Uuid,
+    scope: Option<&[u8]>,
+) -> Result<bool> {
+    if crate::pg::spi::may_insert(crate::platform::catalog::relation_named(namespace, table)) {
+        return Ok(true);
+    }
+    let Some(scope) = scope else {
+        return Ok(false);
     };
     let _place = citus::shard_of_relation(namespace, rel)?.map(|s| citus::SHARD.enter(s));
-    let Some(body) = crate::platform::catalog::labels_of(namespace, table, &id)? else {
-        return ret_bool(false);
-    };
-    let labels =
-        pg_labels_core::LabelSet::from_body(&body).map_err(|_| Error::corrupt("labels"))?;
-    ret_bool(labels.carried_by(&scope))
+    Ok(
+        match crate::platform::catalog::labels_of(namespace, table, id)? {
+            Some(body) => pg_labels_core::LabelSet::from_body(&body)
+                .map_err(|_| Error::corrupt("labels"))?
+                .carried_by(scope),
+            None => false,
+        },
+    )
 }

@@ -398,6 +398,33 @@ fn not_latest(result: pg_sys::TM_Result::Type, what: &str) -> Error {
 #[derive(Clone, Copy)]
 pub struct Tid(pg_sys::ItemPointerData);
 
+/// What the active snapshot sees, as an identity: two MVCC snapshots of one transaction with
+/// the same identity see the same rows of every table ([`Table::probe`] reads with the active
+/// snapshot). PostgreSQL counts the completions of transactions that had an id and stamps each
+/// snapshot with the count it was taken at: while the count stands, `GetSnapshotData()` gives
+/// the same snapshot again. The command id covers the transaction's own writes; a
+/// subtransaction's rollback (which changes what they show without a new command) is the
+/// caller's to watch. `None` when there is no active snapshot or it is not one taken so
+/// (imported, restored in a parallel worker: its count is 0).
+pub fn active_view() -> Option<[u64; 4]> {
+    // SAFETY: reads fields of the active snapshot, which lives while it is active.
+    unsafe {
+        if !pg_sys::ActiveSnapshotSet() {
+            return None;
+        }
+        let s = &*pg_sys::GetActiveSnapshot();
+        if s.snapshot_type != pg_sys::SnapshotType::SNAPSHOT_MVCC || s.snapXactCompletionCount == 0
+        {
+            return None;
+        }
+        Some([
+            s.snapXactCompletionCount,
+            u64::from(s.curcid),
+            u64::from(s.xmin.into_inner()),
+            u64::from(s.xmax.into_inner()),
+        ])
+    }
+}
 impl Drop for Table {
     fn drop(&mut self) {
         // SAFETY: opened by Table::open; the lock is kept to the end of the transaction.
