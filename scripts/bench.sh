@@ -252,7 +252,7 @@ if [ "$what" = scale ]; then
     log "scale: analysts' queries, as bench_analyst in scope acme and as the superuser, 5 s each"
     run7=$("$PGBIN/psql" -X -qAt -d bench_scale -c "SELECT md5('scale7')::uuid")
     queries=(
-        "trail of one run|SELECT count(*) FROM (SELECT * FROM pg_labels.trail WHERE run_id = '$run7' ORDER BY id) t"
+        "trail of one run|SELECT * FROM pg_labels.trail WHERE run_id = '$run7' ORDER BY id"
         "refusals by day|SELECT date_trunc('day', created_at), count(*) FROM pg_labels.refusals GROUP BY 1"
         "runs carrying tag:pii|SELECT count(*) FROM pg_labels.runs WHERE labels @> '{tag:pii}'"
     )
@@ -272,7 +272,7 @@ if [ "$what" = scale ]; then
             t=$("$PGBIN/pgbench" -n -T 5 -U bench_analyst -f "$work/q.sql" bench_scale 2>&1 | awk '/^tps/ { print $3 }')
             qtps[$name,exists]="${qtps[$name,exists]:-} $t"
         done
-        "$PGBIN/psql" -X -q -d bench_scale -c "ALTER POLICY steps_visible ON pg_labels.steps USING ((SELECT pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.regclass, 'INSERT')) OR (pg_labels.visible(labels) AND pg_labels.run_visible(tableoid, run_id)))"
+        "$PGBIN/psql" -X -q -d bench_scale -c "ALTER POLICY steps_visible ON pg_labels.steps USING ((SELECT pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.regclass, 'INSERT')) OR (pg_labels.visible(labels) AND pg_labels.run_visible('pg_labels.steps'::pg_catalog.regclass, run_id)))"
         echo "-- $name, as bench_analyst:"
         "$PGBIN/psql" -X -q -d bench_scale -U bench_analyst -c "BEGIN" -c "SELECT FROM pg_labels.enter_scope('acme')" \
             -c "EXPLAIN (COSTS off) ${q#*|}" -c "COMMIT" | grep -v '^$'

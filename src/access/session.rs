@@ -29,6 +29,7 @@ use pg_labels_core::refusal;
 use pgrx::pg_sys::{self, Oid, SubTransactionId};
 use std::collections::HashMap;
 use std::ffi::CStr;
+use std::hash::BuildHasherDefault;
 
 #[derive(Clone, Debug)]
 struct Entered {
@@ -36,6 +37,9 @@ struct Entered {
     role: Oid,
     /// The transaction (by [`State::xact`]) in which the grant was last checked.
     checked: u64,
+    /// Which entering this is (from [`State::entered_count`]): answers kept under it hold
+    /// while it is the scope in force.
+    stamp: u64,
 }
 
 #[derive(Default)]
@@ -46,6 +50,8 @@ struct State {
     saved: Vec<(SubTransactionId, Option<Entered>, Option<Entered>)>,
     /// Counts transactions of this backend.
     xact: u64,
+    /// Counts the scopes entered in this backend (each [`Entered::stamp`]).
+    entered_count: u64,
     /// `visible()`'s answers for labelsets stored out of line (TOAST), in this transaction and
     /// scope: see [`Answers`].
     answers: Option<Answers>,
@@ -62,8 +68,40 @@ struct State {
 /// answer for a row cannot change, so it is kept by (relation read next to, table, id) until
 /// the view changes, a subtransaction rolls back or [`SEEN_KEPT`] answers are held.
 struct Seen {
-    view: (u64, [u64; 4], Oid, Option<Vec<u8>>),
-    answers: HashMap<(Oid, &'static str, [u8; 16]), bool>,
+    /// (transaction, snapshot, role, the entering in force)
+    view: (u64, [u64; 4], Oid, u64),
+    answers: HashMap<(Oid, &'static str, [u8; 16]), bool, BuildHasherDefault<IdHasher>>,
+}
+
+/// The keys of [`Seen`] are ids drawn at random (uuids): their own bits are a good hash, and
+/// SipHash per probe would cost more than the probe saves.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word))
+                .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+}
+
+/// The scope entered and in force for `user`, with its stamp, when the state alone tells
+/// (a transaction's scope, or a session scope already checked in this transaction); `None`
+/// when [`effective`] has to find out.
+fn in_force(s: &State, user: Oid) -> Option<(u64, &[u8])> {
+    let e = match (&s.local, &s.session) {
+        (Some(e), _) => e,
+        (None, Some(e)) if e.checked == s.xact => e,
+        _ => return None,
+    };
+    (e.role == user).then_some((e.stamp, e.path.as_slice()))
 }
 
 /// How many answers one view keeps (a query over more rows starts again, still correct).
@@ -87,6 +125,7 @@ static STATE: BackendLocal<State> = BackendLocal::new(State {
     session: None,
     saved: Vec::new(),
     xact: 0,
+    entered_count: 0,
     answers: None,
     carried: None,
     seen: None,
@@ -438,7 +477,13 @@ sql_function! {
         }
         save_before_change();
         state(|s| {
-            let e = Entered { path: target.clone(), role: user, checked: s.xact };
+            s.entered_count += 1;
+            let e = Entered {
+                path: target.clone(),
+                role: user,
+                checked: s.xact,
+                stamp: s.entered_count,
+            };
             if for_session {
                 s.session = Some(e);
                 s.local = None;
@@ -495,6 +540,16 @@ sql_function! {
 
     /// `pg_labels.visible(labels labelset) → boolean`: the entered scope can carry the labels.
     fn pgl_visible(call) {
+        // SAFETY: as below.
+        if unsafe { external_id(call.datum(0).cast_mut_ptr()) }.is_none() {
+            let labels = call.labelset(0)?;
+            let user = current_user();
+            if let Some(answer) =
+                state(|s| in_force(s, user).map(|(_, scope)| labels.carried_by(scope)))
+            {
+                return ret_bool(answer);
+            }
+        }
         let Some(scope) = effective()? else {
             return ret_bool(false);
         };
@@ -522,11 +577,12 @@ fn row_visible(call: &crate::pg::fmgr::Call<'_>, table: &'static str) -> Result<
     };
     let rel = Oid::from(call.datum(0).value() as u32);
     let id = crate::pg::datum::uuid_arg(call, 1);
-    let scope = effective()?;
-    // the answer depends on the row as the active snapshot shows it, the role (a writer sees
-    // every row) and the scope
-    let view = active_view().map(|v| (state(|s| s.xact), v, current_user(), scope.clone()));
     let key = (rel, table, id.0);
+    // the answer depends on the row as the active snapshot shows it, the role (a writer sees
+    // every row) and the scope: kept under all four, when a scope is entered
+    let user = current_user();
+    let view = active_view()
+        .and_then(|v| state(|s| in_force(s, user).map(|(stamp, _)| (s.xact, v, user, stamp))));
     if let Some(view) = &view {
         let kept = state(|s| {
             s.seen
@@ -538,6 +594,7 @@ fn row_visible(call: &crate::pg::fmgr::Call<'_>, table: &'static str) -> Result<
             return ret_bool(answer);
         }
     }
+    let scope = effective()?;
     let answer = row_visible_now(namespace, rel, table, &id, scope.as_deref())?;
     if let Some(view) = view {
         state(|s| {
@@ -545,7 +602,7 @@ fn row_visible(call: &crate::pg::fmgr::Call<'_>, table: &'static str) -> Result<
                 Some(seen) if seen.view == view && seen.answers.len() < SEEN_KEPT => seen,
                 other => other.insert(Seen {
                     view,
-                    answers: HashMap::new(),
+                    answers: HashMap::default(),
                 }),
             };
             seen.answers.insert(key, answer);

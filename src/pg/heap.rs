@@ -400,12 +400,13 @@ pub struct Tid(pg_sys::ItemPointerData);
 
 /// What the active snapshot sees, as an identity: two MVCC snapshots of one transaction with
 /// the same identity see the same rows of every table ([`Table::probe`] reads with the active
-/// snapshot). PostgreSQL counts the completions of transactions that had an id and stamps each
-/// snapshot with the count it was taken at: while the count stands, `GetSnapshotData()` gives
-/// the same snapshot again. The command id covers the transaction's own writes; a
-/// subtransaction's rollback (which changes what they show without a new command) is the
-/// caller's to watch. `None` when there is no active snapshot or it is not one taken so
-/// (imported, restored in a parallel worker: its count is 0).
+/// snapshot). A snapshot's `xmax` is one past the latest transaction id that ended, and its
+/// `xip` the ids below `xmax` still running: while `xmax` stands, no id at or above it has
+/// ended, ids assigned later are above it, so the running ones can only end, leaving `xip` (or
+/// `subxip`) smaller. Same `xmax` and counts: the same ids running, the same rows committed.
+/// The command id covers the transaction's own writes; a subtransaction's rollback (which
+/// changes what they show without a new command) is the caller's to watch. `None` when there
+/// is no active MVCC snapshot, or it was taken on a standby (whose lists are kept otherwise).
 pub fn active_view() -> Option<[u64; 4]> {
     // SAFETY: reads fields of the active snapshot, which lives while it is active.
     unsafe {
@@ -413,15 +414,14 @@ pub fn active_view() -> Option<[u64; 4]> {
             return None;
         }
         let s = &*pg_sys::GetActiveSnapshot();
-        if s.snapshot_type != pg_sys::SnapshotType::SNAPSHOT_MVCC || s.snapXactCompletionCount == 0
-        {
+        if s.snapshot_type != pg_sys::SnapshotType::SNAPSHOT_MVCC || s.takenDuringRecovery {
             return None;
         }
         Some([
-            s.snapXactCompletionCount,
+            u64::from(s.xmin.into_inner()) << 32 | u64::from(s.xmax.into_inner()),
+            u64::from(s.xcnt) << 32 | s.subxcnt as u32 as u64,
+            u64::from(s.suboverflowed),
             u64::from(s.curcid),
-            u64::from(s.xmin.into_inner()),
-            u64::from(s.xmax.into_inner()),
         ])
     }
 }

@@ -58,6 +58,7 @@ BEGIN
   FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
     lines := lines || regexp_replace(regexp_replace(btrim(l), ' s_[0-9]+$', ''),
                                      'steps_[0-9]{2}', 'steps_NN', 'g');
+    lines[cardinality(lines)] := regexp_replace(lines[cardinality(lines)], '''\d+''::oid', '''<oid>''::oid', 'g');
   END LOOP;
   RETURN QUERY SELECT x, count(*) FROM unnest(lines) WITH ORDINALITY AS u(x, n) GROUP BY x ORDER BY min(n);
 END $$;
@@ -67,7 +68,8 @@ SELECT * FROM pg_temp.plan_summary($$SELECT * FROM pg_labels.trail WHERE run_id 
 SELECT count(*) = (SELECT run7_steps FROM public.aq_expected) AS run7_as_expected
 FROM pg_labels.trail WHERE run_id = 'ae000000-0000-0000-0000-000000000007';
 SELECT count(*) AS run9_in_finance FROM pg_labels.trail WHERE run_id = 'ae000000-0000-0000-0000-000000000009';
--- refusals by day: the index on the time of gate decisions that blocked or asked
+-- refusals by day: an index-only scan of the time of gate decisions that blocked or asked (the
+-- index holds what the policy reads: the run and the labels)
 SELECT * FROM pg_temp.plan_summary($$SELECT date_trunc('day', created_at), count(*) FROM pg_labels.refusals GROUP BY 1$$);
 SELECT sum(n) = (SELECT refusals_seen FROM public.aq_expected) AS refusals_as_expected
 FROM (SELECT date_trunc('day', created_at), count(*) AS n FROM pg_labels.refusals GROUP BY 1) d;

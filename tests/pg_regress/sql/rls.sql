@@ -178,6 +178,7 @@ BEGIN
   FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
     lines := lines || regexp_replace(regexp_replace(btrim(l), ' steps_[0-9]+$', ''),
                                      'steps_[0-9]{2}', 'steps_NN', 'g');
+    lines[cardinality(lines)] := regexp_replace(lines[cardinality(lines)], '''\d+''::oid', '''<oid>''::oid', 'g');
   END LOOP;
   RETURN QUERY SELECT x, count(*) FROM unnest(lines) WITH ORDINALITY AS u(x, n) GROUP BY x ORDER BY min(n);
 END $$;
