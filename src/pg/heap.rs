@@ -398,6 +398,15 @@ fn not_latest(result: pg_sys::TM_Result::Type, what: &str) -> Error {
 #[derive(Clone, Copy)]
 pub struct Tid(pg_sys::ItemPointerData);
 
+// These read a backend variable and cannot raise: called without pgrx's FFI guard (the
+// row-level security predicates call them for every row).
+unsafe extern "C" {
+    #[link_name = "ActiveSnapshotSet"]
+    fn active_snapshot_set() -> bool;
+    #[link_name = "GetActiveSnapshot"]
+    fn get_active_snapshot() -> pg_sys::Snapshot;
+}
+
 /// What the active snapshot sees, as an identity: two MVCC snapshots of one transaction with
 /// the same identity see the same rows of every table ([`Table::probe`] reads with the active
 /// snapshot). A snapshot's `xmax` is one past the latest transaction id that ended, and its
@@ -410,10 +419,10 @@ pub struct Tid(pg_sys::ItemPointerData);
 pub fn active_view() -> Option<[u64; 4]> {
     // SAFETY: reads fields of the active snapshot, which lives while it is active.
     unsafe {
-        if !pg_sys::ActiveSnapshotSet() {
+        if !active_snapshot_set() {
             return None;
         }
-        let s = &*pg_sys::GetActiveSnapshot();
+        let s = &*get_active_snapshot();
         if s.snapshot_type != pg_sys::SnapshotType::SNAPSHOT_MVCC || s.takenDuringRecovery {
             return None;
         }

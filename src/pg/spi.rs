@@ -389,10 +389,18 @@ pub fn as_owner<T>(owner: Oid, f: impl FnOnce() -> T) -> T {
     f()
 }
 
+// GetUserId reads a backend variable and cannot raise: called without pgrx's FFI guard (the
+// row-level security predicates call it for every row).
+unsafe extern "C" {
+    #[link_name = "GetUserId"]
+    fn get_user_id() -> Oid;
+}
+
 /// The current user (`current_user`).
+#[inline]
 pub fn current_user() -> Oid {
     // SAFETY: reads the backend's current user id.
-    unsafe { pg_sys::GetUserId() }
+    unsafe { get_user_id() }
 }
 
 /// The name of a role (`None` if it no longer exists).
