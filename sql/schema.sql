@@ -209,9 +209,9 @@ CREATE INDEX steps_artifact_idx ON pg_labels.steps (artifact_id) WHERE artifact_
 CREATE INDEX steps_request_idx ON pg_labels.steps (request_id) WHERE request_id IS NOT NULL;
 CREATE INDEX steps_context_read_idx ON pg_labels.steps (run_id) WHERE kind = 'context_read';
 -- refusals by time: gate decisions that blocked or asked (the partition key is the ring slot,
--- so time is served by indexes), with what the steps' policy reads (an analyst counting
--- refusals reads only the index)
-CREATE INDEX steps_refusals_idx ON pg_labels.steps (created_at) INCLUDE (run_id, labels)
+-- so time is served by indexes). Not with the labels the steps' policy reads: a labelset has
+-- no bound, a btree entry has (2.7 kB), and a refusal must always be recorded
+CREATE INDEX steps_refusals_idx ON pg_labels.steps (created_at)
     WHERE kind = 'gate_decided' AND decision IN ('block', 'ask');
 -- the ring: 24 monthly partitions, each a member of the extension whose rows pg_dump dumps
 DO $ring$

@@ -15,7 +15,7 @@ use crate::pg::citus;
 use crate::pg::datum::Name;
 use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
 use crate::pg::fmgr::{external_id, ret_bool};
-use crate::pg::heap::active_view;
+use crate::pg::heap::{active_view, is_active_view, View};
 use crate::pg::local::BackendLocal;
 use crate::pg::spi::{
     as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan,
@@ -64,12 +64,14 @@ struct State {
 
 /// The steps' policy asks, for every step a query reads, whether its run is visible: a probe
 /// of `runs` per step, the same run's for every step of a run. Under one view of the data (the
-/// transaction, the active snapshot's [`active_view`], the role and the entered scope) the
-/// answer for a row cannot change, so it is kept by (relation read next to, table, id) until
-/// the view changes, a subtransaction rolls back or [`SEEN_KEPT`] answers are held.
+/// transaction, what the active snapshot sees ([`View`], which includes the invalidations
+/// read: privileges), the role and the entering of the scope in force) the answer for a row
+/// cannot change, so it is kept by (relation read next to, table, id) until the view changes,
+/// a subtransaction rolls back or [`SEEN_KEPT`] answers are held.
 struct Seen {
-    /// (transaction, snapshot, role, the entering in force)
-    view: (u64, [u64; 4], Oid, u64),
+    /// (transaction, role, the entering in force), and what the snapshot sees
+    view: (u64, Oid, u64),
+    snapshot: View,
     answers: HashMap<(Oid, &'static str, [u8; 16]), bool, BuildHasherDefault<IdHasher>>,
 }
 
@@ -80,7 +82,9 @@ struct IdHasher(u64);
 
 impl std::hash::Hasher for IdHasher {
     fn finish(&self) -> u64 {
-        self.0
+        // the low bits choose the bucket: mix the high ones in
+        let h = self.0 ^ (self.0 >> 32);
+        h.wrapping_mul(0x9e_37_79_b9_7f_4a_7c_15) ^ (h >> 29)
     }
     fn write(&mut self, bytes: &[u8]) {
         for chunk in bytes.chunks(8) {
@@ -581,13 +585,12 @@ fn row_visible(call: &crate::pg::fmgr::Call<'_>, table: &'static str) -> Result<
     // the answer depends on the row as the active snapshot shows it, the role (a writer sees
     // every row) and the scope: kept under all four, when a scope is entered
     let user = current_user();
-    let view = active_view()
-        .and_then(|v| state(|s| in_force(s, user).map(|(stamp, _)| (s.xact, v, user, stamp))));
-    if let Some(view) = &view {
+    let view = state(|s| in_force(s, user).map(|(stamp, _)| (s.xact, user, stamp)));
+    if let Some(view) = view {
         let kept = state(|s| {
             s.seen
                 .as_ref()
-                .filter(|seen| seen.view == *view)
+                .filter(|seen| seen.view == view && is_active_view(&seen.snapshot))
                 .and_then(|seen| seen.answers.get(&key).copied())
         });
         if let Some(answer) = kept {
@@ -599,11 +602,23 @@ fn row_visible(call: &crate::pg::fmgr::Call<'_>, table: &'static str) -> Result<
     if let Some(view) = view {
         state(|s| {
             let seen = match &mut s.seen {
-                Some(seen) if seen.view == view && seen.answers.len() < SEEN_KEPT => seen,
-                other => other.insert(Seen {
-                    view,
-                    answers: HashMap::default(),
-                }),
+                Some(seen)
+                    if seen.view == view
+                        && is_active_view(&seen.snapshot)
+                        && seen.answers.len() < SEEN_KEPT =>
+                {
+                    seen
+                }
+                other => {
+                    let Some(snapshot) = active_view() else {
+                        return;
+                    };
+                    other.insert(Seen {
+                        view,
+                        snapshot,
+                        answers: HashMap::default(),
+                    })
+                }
             };
             seen.answers.insert(key, answer);
         });
@@ -620,12 +635,20 @@ fn row_visible_now(
     id: &crate::pg::datum::Uuid,
     scope: Option<&[u8]>,
 ) -> Result<bool> {
-    if crate::pg::spi::may_insert(crate::platform::catalog::relation_named(namespace, table)) {
+    let relid = crate::platform::catalog::relation_named(namespace, table);
+    if crate::pg::spi::may_insert(relid) {
         return Ok(true);
     }
     let Some(scope) = scope else {
         return Ok(false);
     };
+    // as the subquery on the table it reads would: a role that may not read it gets an error
+    if !crate::pg::spi::may_select(relid) {
+        return Err(Error::new(
+            crate::pg::error::INSUFFICIENT_PRIVILEGE,
+            format!("permission denied for table {table}"),
+        ));
+    }
     let _place = citus::shard_of_relation(namespace, rel)?.map(|s| citus::SHARD.enter(s));
     Ok(
         match crate::platform::catalog::labels_of(namespace, table, id)? {

@@ -467,3 +467,18 @@ pub fn may_insert(relid: Oid) -> bool {
         ) == pg_sys::AclResult::ACLCHECK_OK
     }
 }
+
+/// May the current user read this relation (false if there is none)?
+pub fn may_select(relid: Oid) -> bool {
+    if relid == Oid::INVALID {
+        return false;
+    }
+    // SAFETY: as in may_insert.
+    unsafe {
+        pg_sys::pg_class_aclcheck(
+            relid,
+            pg_sys::GetUserId(),
+            pg_sys::ACL_SELECT as pg_sys::AclMode,
+        ) == pg_sys::AclResult::ACLCHECK_OK
+    }
+}

@@ -68,8 +68,7 @@ SELECT * FROM pg_temp.plan_summary($$SELECT * FROM pg_labels.trail WHERE run_id 
 SELECT count(*) = (SELECT run7_steps FROM public.aq_expected) AS run7_as_expected
 FROM pg_labels.trail WHERE run_id = 'ae000000-0000-0000-0000-000000000007';
 SELECT count(*) AS run9_in_finance FROM pg_labels.trail WHERE run_id = 'ae000000-0000-0000-0000-000000000009';
--- refusals by day: an index-only scan of the time of gate decisions that blocked or asked (the
--- index holds what the policy reads: the run and the labels)
+-- refusals by day: the index on the time of gate decisions that blocked or asked
 SELECT * FROM pg_temp.plan_summary($$SELECT date_trunc('day', created_at), count(*) FROM pg_labels.refusals GROUP BY 1$$);
 SELECT sum(n) = (SELECT refusals_seen FROM public.aq_expected) AS refusals_as_expected
 FROM (SELECT date_trunc('day', created_at), count(*) AS n FROM pg_labels.refusals GROUP BY 1) d;
@@ -118,11 +117,24 @@ EXECUTE run1_steps;
 EXECUTE run1_steps;
 COMMIT;
 
+-- a role that may read the steps but not the runs is refused, as the policy's reading of runs
+-- was when it was a subquery (42501), whatever it entered
+RESET ROLE;
+CREATE ROLE regress_aq_steps_only;
+GRANT USAGE ON SCHEMA pg_labels TO regress_aq_steps_only;
+GRANT SELECT ON pg_labels.steps TO regress_aq_steps_only;
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_aq_steps_only', 'acme');
+SET ROLE regress_aq_steps_only;
+BEGIN;
+SELECT pg_labels.enter_scope('acme') IS NOT NULL AS entered;
+SELECT count(*) FROM pg_labels.steps WHERE run_id = 'ae000000-0000-0000-0000-000000000002';
+ROLLBACK;
+SELECT count(*) AS without_a_scope FROM pg_labels.steps WHERE run_id = 'ae000000-0000-0000-0000-000000000002';
 RESET ROLE;
 DEALLOCATE ALL;
 DELETE FROM pg_labels.grants WHERE role::text LIKE 'regress_aq%';
 SELECT pg_labels.purge('infinity') >= 0 AS purged;
 DELETE FROM pg_labels.tools WHERE name LIKE 'aq.%';
 DROP TABLE public.aq_expected;
-DROP OWNED BY regress_aq_analyst, regress_aq_writer;
-DROP ROLE regress_aq_analyst, regress_aq_writer;
+DROP OWNED BY regress_aq_analyst, regress_aq_writer, regress_aq_steps_only;
+DROP ROLE regress_aq_analyst, regress_aq_writer, regress_aq_steps_only;

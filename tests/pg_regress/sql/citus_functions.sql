@@ -24,6 +24,14 @@ SELECT pg_labels.shard_sequence(1, 'pg_labels.steps');
 SELECT pg_labels.run_visible('pg_labels.steps'::regclass, 'c1700000-0000-0000-0000-000000000001');
 BEGIN;
 SELECT pg_labels.enter_scope('acme/cit');
+-- a role that may not read runs (or artifacts) is refused, as a subquery on them would be
+SELECT pg_labels.run_visible('pg_labels.steps'::regclass, 'c1700000-0000-0000-0000-000000000001');
+ROLLBACK;
+RESET ROLE;
+GRANT SELECT ON pg_labels.runs, pg_labels.artifacts TO regress_cit_analyst;
+SET ROLE regress_cit_analyst;
+BEGIN;
+SELECT pg_labels.enter_scope('acme/cit');
 -- the relation names where the row is read next to (on one node: the table itself)
 SELECT r.id, pg_labels.run_visible('pg_labels.steps'::regclass, r.id) AS run,
        pg_labels.artifact_visible('pg_labels.shares'::regclass, a.id) AS artifact
