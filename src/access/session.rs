@@ -586,12 +586,16 @@ fn row_visible(call: &crate::pg::fmgr::Call<'_>, table: &'static str) -> Result<
     // every row) and the scope: kept under all four, when a scope is entered
     let user = current_user();
     let view = state(|s| in_force(s, user).map(|(stamp, _)| (s.xact, user, stamp)));
+    // are the kept answers (if any) this view's? then one of them may be this row's
+    let mut current = false;
     if let Some(view) = view {
         let kept = state(|s| {
-            s.seen
+            let seen = s
+                .seen
                 .as_ref()
-                .filter(|seen| seen.view == view && is_active_view(&seen.snapshot))
-                .and_then(|seen| seen.answers.get(&key).copied())
+                .filter(|seen| seen.view == view && is_active_view(&seen.snapshot))?;
+            current = true;
+            seen.answers.get(&key).copied()
         });
         if let Some(answer) = kept {
             return ret_bool(answer);
@@ -602,13 +606,7 @@ fn row_visible(call: &crate::pg::fmgr::Call<'_>, table: &'static str) -> Result<
     if let Some(view) = view {
         state(|s| {
             let seen = match &mut s.seen {
-                Some(seen)
-                    if seen.view == view
-                        && is_active_view(&seen.snapshot)
-                        && seen.answers.len() < SEEN_KEPT =>
-                {
-                    seen
-                }
+                Some(seen) if current && seen.answers.len() < SEEN_KEPT => seen,
                 other => {
                     let Some(snapshot) = active_view() else {
                         return;

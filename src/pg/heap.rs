@@ -422,7 +422,7 @@ pub struct View {
 }
 
 /// The longest lists of running transactions a [`View`] holds.
-pub const VIEW_XIDS: usize = 1024;
+const VIEW_XIDS: usize = 1024;
 
 /// The active MVCC snapshot, with its head and lists of running transactions.
 fn active_mvcc() -> Option<(
@@ -490,6 +490,7 @@ pub fn is_active_view(view: &View) -> bool {
             .map(|x| x.into_inner())
             .eq(view.xids[xip.len() + 1..].iter().copied())
 }
+
 impl Drop for Table {
     fn drop(&mut self) {
         // SAFETY: opened by Table::open; the lock is kept to the end of the transaction.

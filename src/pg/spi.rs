@@ -454,31 +454,22 @@ pub fn row_security_on() -> bool {
 
 /// May the current user insert into this relation (false if there is none)?
 pub fn may_insert(relid: Oid) -> bool {
+    may(relid, pg_sys::ACL_INSERT)
+}
+
+/// May the current user read this relation (false if there is none)?
+pub fn may_select(relid: Oid) -> bool {
+    may(relid, pg_sys::ACL_SELECT)
+}
+
+fn may(relid: Oid, mode: u32) -> bool {
     if relid == Oid::INVALID {
         return false;
     }
     // SAFETY: a privilege check on an OID (a missing relation was excluded above; a
     // concurrently dropped one reads as no privilege).
     unsafe {
-        pg_sys::pg_class_aclcheck(
-            relid,
-            pg_sys::GetUserId(),
-            pg_sys::ACL_INSERT as pg_sys::AclMode,
-        ) == pg_sys::AclResult::ACLCHECK_OK
-    }
-}
-
-/// May the current user read this relation (false if there is none)?
-pub fn may_select(relid: Oid) -> bool {
-    if relid == Oid::INVALID {
-        return false;
-    }
-    // SAFETY: as in may_insert.
-    unsafe {
-        pg_sys::pg_class_aclcheck(
-            relid,
-            pg_sys::GetUserId(),
-            pg_sys::ACL_SELECT as pg_sys::AclMode,
-        ) == pg_sys::AclResult::ACLCHECK_OK
+        pg_sys::pg_class_aclcheck(relid, current_user(), mode as pg_sys::AclMode)
+            == pg_sys::AclResult::ACLCHECK_OK
     }
 }
