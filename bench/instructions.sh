@@ -53,7 +53,7 @@ SQL
 "$PGBIN/psql" -X -q -h "$work" -p 5435 -U postgres -d postgres -c "CREATE DATABASE bench_nochain"
 "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$work" -p 5435 -U postgres -d bench_nochain -c "CREATE EXTENSION pg_labels" \
     -c "ALTER TABLE pg_labels.steps DROP COLUMN prev_hash, DROP COLUMN hash" \
-    -c "ALTER TABLE pg_labels.runs DROP COLUMN opened_labels, DROP COLUMN chain_head, DROP COLUMN chain_length, DROP COLUMN chain_cut, DROP COLUMN chain_cut_length" \
+    -c "ALTER TABLE pg_labels.runs DROP COLUMN opened_labels, DROP COLUMN chain_head, DROP COLUMN chain_slot, DROP COLUMN chain_cut, DROP COLUMN chain_cut_length" \
     -f "$here/trail_setup.sql" >/dev/null
 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/data" -m fast -w stop >/dev/null
 

@@ -51,7 +51,7 @@ if [ "$what" = all ] || [ "$what" = trail ]; then
     psql_q -c "DROP DATABASE IF EXISTS bench_nochain" -c "CREATE DATABASE bench_nochain"
     psql_q -d bench_nochain -c "CREATE EXTENSION pg_labels" \
         -c "ALTER TABLE pg_labels.steps DROP COLUMN prev_hash, DROP COLUMN hash" \
-        -c "ALTER TABLE pg_labels.runs DROP COLUMN opened_labels, DROP COLUMN chain_head, DROP COLUMN chain_length, DROP COLUMN chain_cut, DROP COLUMN chain_cut_length" \
+        -c "ALTER TABLE pg_labels.runs DROP COLUMN opened_labels, DROP COLUMN chain_head, DROP COLUMN chain_slot, DROP COLUMN chain_cut, DROP COLUMN chain_cut_length" \
         -f "$ROOT/bench/trail_setup.sql"
     # Same conditions for every run: no autovacuum in the middle of one, and each starts after a
     # VACUUM (which also empties the GIN pending lists).

@@ -514,13 +514,12 @@ CREATE TABLE pg_labels.runs (
     opened_at timestamptz NOT NULL DEFAULT now(),
     opened_labels @extschema@.labelset,
     chain_head bytea,
-    chain_length bigint,
+    chain_slot smallint,
     chain_cut bytea,
     chain_cut_length bigint
--- every step writes its run's row (the chain's head): a new version on the same page, and the
--- page pruned of the old ones as the run is read again; with a page a fifth full of runs,
--- that pruning looks at a fifth as many rows
-) WITH (fillfactor = 20);
+-- a step writes its run's row only when it grows the run's labels or is the run's first in
+-- a month of the ring: room on the page for those versions (HOT updates)
+) WITH (fillfactor = 80);
 COMMENT ON TABLE pg_labels.runs IS
     'Agent runs: scope is sealed when the run is opened; labels is the union of everything that entered the run and only grows';
 COMMENT ON COLUMN pg_labels.runs.id IS 'The run (a service may bring its own)';
@@ -531,8 +530,8 @@ COMMENT ON COLUMN pg_labels.runs.labels IS 'What it carries: everything that ent
 COMMENT ON COLUMN pg_labels.runs.listener_id IS 'The listener whose event opened it, if any: the run has its scope';
 COMMENT ON COLUMN pg_labels.runs.opened_at IS 'When it was opened (the database''s time)';
 COMMENT ON COLUMN pg_labels.runs.opened_labels IS 'What it carried when it was opened (set by the database; its hash chain starts from it)';
-COMMENT ON COLUMN pg_labels.runs.chain_head IS 'The hash of its last step, or of its opening before the first (set by the database; see verify())';
-COMMENT ON COLUMN pg_labels.runs.chain_length IS 'How many steps its hash chain holds (set by the database)';
+COMMENT ON COLUMN pg_labels.runs.chain_head IS 'Its hash chain''s checkpoint: the hash of its opening, of a purge''s cut, or of the last step that wrote this row (one that grew its labels or was its first in a month of the ring); its chain passes through it (set by the database; see verify())';
+COMMENT ON COLUMN pg_labels.runs.chain_slot IS 'The partition of the trail''s ring (steps.slot) that holds every step chained after chain_head (set by the database)';
 COMMENT ON COLUMN pg_labels.runs.chain_cut IS 'Where its chain continues from after purge() removed its oldest steps: the hash of the last one removed (set by the database)';
 COMMENT ON COLUMN pg_labels.runs.chain_cut_length IS 'How many of its steps purge() removed (set by the database)';
 CREATE INDEX runs_scope_idx ON pg_labels.runs (scope);

@@ -3,9 +3,13 @@
 //! Every run has a chain: its **genesis** hashes how the run was opened; each step's **leaf**
 //! hashes the step's canonical content (every decided column, the run's sealed scope and the
 //! digest of the labels the run carries after the step); the step's **hash** links it to its
-//! predecessor, `link(prev, leaf)`. The run keeps its **head** (the hash of its last step) and
-//! its **length** (how many steps were chained). A purge of old steps keeps the cut: the hash
-//! the remaining chain continues from and how many steps came before it.
+//! predecessor, `link(prev, leaf)`. The run's row keeps a **checkpoint**: the chain's head as
+//! of the last write of the row (its opening, a step that grew its labels or was its first in
+//! a month of the trail, a purge's cut); the chain must pass through it
+//! ([`Verifier::passing`]), and the steps after it are chained in the trail alone. A purge of
+//! old steps keeps the cut: the hash the remaining chain continues from and how many steps
+//! came before it. A ledger digest marks each run's head and length at the time it is taken
+//! ([`Verifier::new`] checks a chain up to such a mark).
 //!
 //! The **ledger root** is a Merkle tree (RFC 6962's shape) over one leaf per run, `(run, length,
 //! head)` in run order; an inclusion proof of a step is the steps after it in its run (their
@@ -258,8 +262,11 @@ pub struct Verifier {
     seen: i64,
     start_count: i64,
     head: Hash,
-    length: i64,
+    /// `None`: the head is a checkpoint the chain must pass through, with steps chained after
+    /// it allowed ([`Verifier::passing`]).
+    length: Option<i64>,
     hash_at_length: Option<(i64, Hash)>,
+    head_seen: bool,
     first_extra: Option<i64>,
     found: Option<Break>,
     pending: Option<Pending>,
@@ -279,19 +286,26 @@ impl Verifier {
     /// `start`: the genesis (or the cut the chain continues from), `before`: how many steps
     /// came before it (0, or the purged count); `head` and `length`: what the run row keeps.
     pub fn new(start: Hash, before: i64, head: Hash, length: i64) -> Self {
+        let mut v = Verifier::passing(start, before, head);
+        v.length = Some(length);
+        v.hash_at_length = (length == before).then_some((0, start));
+        v
+    }
+
+    /// A chain that must pass through `checkpoint` (the start itself, or a step's hash) and
+    /// may go on after it: what a run's row keeps (its head as of the last write of the row),
+    /// while the steps after it are chained in the trail alone.
+    pub fn passing(start: Hash, before: i64, checkpoint: Hash) -> Self {
         Verifier {
             expected: start,
             before_prev: None,
             prev_id: None,
             seen: 0,
             start_count: before,
-            head,
-            length,
-            hash_at_length: if length == before {
-                Some((0, start))
-            } else {
-                None
-            },
+            head: checkpoint,
+            length: None,
+            hash_at_length: None,
+            head_seen: start == checkpoint,
             first_extra: None,
             found: None,
             pending: None,
@@ -307,10 +321,13 @@ impl Verifier {
     pub fn push(&mut self, s: &Stored) {
         self.seen += 1;
         let position = self.start_count + self.seen;
-        if position == self.length {
+        if Some(position) == self.length {
             self.hash_at_length = Some((s.id, s.hash.unwrap_or([0; 32])));
-        } else if position == self.length + 1 {
+        } else if Some(position - 1) == self.length {
             self.first_extra = Some(s.id);
+        }
+        if s.hash == Some(self.head) {
+            self.head_seen = true;
         }
         if self.found.is_some() {
             return;
@@ -397,7 +414,10 @@ impl Verifier {
                 // the last step: added if the run holds more steps than it chained
                 self.found = Some(Break {
                     step: Some(at),
-                    how: if self.start_count + self.seen > self.length {
+                    how: if self
+                        .length
+                        .is_some_and(|l| self.start_count + self.seen > l)
+                    {
                         How::Inserted
                     } else {
                         How::Edited
@@ -419,14 +439,22 @@ impl Verifier {
             return self.found;
         }
         let total = self.start_count + self.seen;
-        if total < self.length {
+        let Some(length) = self.length else {
+            // a checkpoint: every step chained, and the checkpoint among them (or the start)
+            return (!self.head_seen).then_some(Break {
+                step: self.prev_id,
+                how: How::Removed,
+                at_end: true,
+            });
+        };
+        if total < length {
             return Some(Break {
                 step: self.prev_id,
                 how: How::Removed,
                 at_end: true,
             });
         }
-        if total > self.length {
+        if total > length {
             return Some(Break {
                 step: self.first_extra,
                 how: How::Inserted,
@@ -788,6 +816,76 @@ mod tests {
         );
     }
 
+    /// A run row's checkpoint: the chain passes through it and may go on.
+    fn verify_passing(
+        start: Hash,
+        rows: &[(i64, Hash, Hash, Hash)],
+        checkpoint: Hash,
+    ) -> Option<Break> {
+        let mut v = Verifier::passing(start, 0, checkpoint);
+        for &(id, prev, leaf, hash) in rows {
+            v.push(&Stored {
+                id,
+                prev: Some(prev),
+                hash: Some(hash),
+                computed: Some(link(&prev, &leaf)),
+            });
+        }
+        v.finish()
+    }
+
+    #[test]
+    fn checkpoint() {
+        let (start, _) = chain(5);
+        let (rows, head) = stored(start, 5);
+        // every step, or the start, may be the checkpoint
+        assert_eq!(verify_passing(start, &rows, start), None);
+        for r in &rows {
+            assert_eq!(verify_passing(start, &rows, r.3), None);
+        }
+        assert_eq!(verify_passing(start, &rows, head), None);
+        // the checkpoint step removed (with what follows it)
+        let cut: Vec<_> = rows[..2].to_vec();
+        assert_eq!(
+            verify_passing(start, &cut, rows[2].3),
+            Some(Break {
+                step: Some(20),
+                how: How::Removed,
+                at_end: true
+            })
+        );
+        // a checkpoint not in the chain at all (the row's head edited)
+        assert_eq!(
+            verify_passing(start, &rows, h(9)),
+            Some(Break {
+                step: Some(50),
+                how: How::Removed,
+                at_end: true
+            })
+        );
+        // tampering before or after the checkpoint is found as with a head
+        let mut middle = rows.clone();
+        middle.remove(3);
+        assert_eq!(
+            verify_passing(start, &middle, rows[1].3),
+            Some(Break {
+                step: Some(50),
+                how: How::Removed,
+                at_end: false
+            })
+        );
+        let mut edited = rows.clone();
+        edited[4].2 = h(99);
+        assert_eq!(
+            verify_passing(start, &edited, rows[1].3),
+            Some(Break {
+                step: Some(50),
+                how: How::Edited,
+                at_end: false
+            })
+        );
+    }
+
     #[test]
     fn head_edited() {
         let (start, _) = chain(3);
@@ -871,6 +969,13 @@ mod tests {
             let found = verify(start, &t, head, n as i64);
             prop_assert!(found.is_some());
             if let Some(s) = expect_step { prop_assert_eq!(found.unwrap().step, Some(s)); }
+            // against a checkpoint at or after the step touched, the same (a forged step
+            // appended after the checkpoint with a chain of its own is what only a digest shows)
+            let cp = rows[(at + 1).min(n - 1)].3;
+            let passing = verify_passing(start, &t, cp);
+            if what != 2 || at + 1 < n {
+                prop_assert!(passing.is_some(), "what={} at={}", what, at);
+            }
         }
     }
 }

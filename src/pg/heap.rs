@@ -55,6 +55,61 @@ impl Table {
         unsafe { cols.of_relation((*self.rel).rd_id, (*self.rel).rd_att) }
     }
 
+    /// A btree index of this relation whose leading key columns are `columns` (attribute
+    /// numbers, in order), if it has one.
+    pub fn btree_on(&self, columns: &[i16]) -> Option<Oid> {
+        // SAFETY: the relation is open; its index list is a fresh copy (freed here) and each
+        // index's pg_index row is read from the syscache and released.
+        unsafe {
+            let list = pg_sys::RelationGetIndexList(self.rel);
+            if list.is_null() {
+                return None;
+            }
+            let mut found = None;
+            for i in 0..(*list).length as usize {
+                let oid = (*(*list).elements.add(i)).oid_value;
+                let tuple = pg_sys::SearchSysCache1(
+                    pg_sys::SysCacheIdentifier::INDEXRELID as i32,
+                    Datum::from(oid),
+                );
+                if tuple.is_null() {
+                    continue;
+                }
+                let form = pg_sys::GETSTRUCT(tuple) as *const pg_sys::FormData_pg_index;
+                let keys = (*form).indnkeyatts as usize;
+                let matches = keys >= columns.len()
+                    && (*form).indisvalid
+                    && pg_sys::heap_attisnull(
+                        tuple,
+                        pg_sys::Anum_pg_index_indpred as i32,
+                        std::ptr::null_mut(),
+                    )
+                    && columns.iter().enumerate().all(|(k, c)| {
+                        *(*form).indkey.values.as_slice(keys).get(k).unwrap_or(&0) == *c
+                    });
+                pg_sys::ReleaseSysCache(tuple);
+                if matches {
+                    let idx = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
+                    let btree = (*(*idx).rd_rel).relam == Oid::from(pg_sys::BTREE_AM_OID);
+                    pg_sys::index_close(idx, pg_sys::NoLock as i32);
+                    if btree {
+                        found = Some(oid);
+                        break;
+                    }
+                }
+            }
+            pg_sys::list_free(list);
+            found
+        }
+    }
+
+    /// The attribute number of a column by name (`None`: no such column, or dropped).
+    pub fn attnum(&self, name: &CStr) -> Option<i16> {
+        // SAFETY: the relation is open; a syscache lookup of its column by name.
+        let n = unsafe { pg_sys::get_attnum((*self.rel).rd_id, name.as_ptr()) };
+        (n > 0).then_some(n)
+    }
+
     /// Find the row whose index key (first column of `index`) equals `key` (compared with
     /// `eq_proc`), visible to the latest snapshot (`latest`) or the statement's, and hand it to
     /// `found`.
@@ -139,6 +194,55 @@ impl Table {
         )
     }
 
+    /// The row with the greatest index entry among those whose first key column equals `key`
+    /// (a backward scan of a btree `index` of this relation), as this transaction sees rows
+    /// now: every committed row and every row it wrote itself, also earlier in this very
+    /// command (PostgreSQL's `SnapshotSelf`). For a row whose writers are serialized by a lock
+    /// the caller holds: no other writer's row can be in progress.
+    pub fn probe_last<T>(
+        &self,
+        index: Oid,
+        key: Datum,
+        eq_proc: u32,
+        found: impl FnOnce(&Found<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        struct Release(*mut pg_sys::TupleTableSlot);
+        impl Drop for Release {
+            fn drop(&mut self) {
+                // SAFETY: made by probe_last, released once.
+                unsafe { pg_sys::ExecDropSingleTupleTableSlot(self.0) }
+            }
+        }
+        // SAFETY: a slot made for the open relation (released by Release); SnapshotSelf is
+        // PostgreSQL's static snapshot, which needs no registration.
+        let (release, snapshot) = unsafe {
+            (
+                Release(pg_sys::table_slot_create(self.rel, std::ptr::null_mut())),
+                &raw mut pg_sys::SnapshotSelfData,
+            )
+        };
+        // SAFETY: as in probe, scanning backward.
+        let hit = unsafe {
+            self.index_scan(
+                index,
+                key,
+                eq_proc,
+                release.0,
+                snapshot,
+                pg_sys::ScanDirection::BackwardScanDirection,
+            )
+        };
+        match hit {
+            Some(_) => found(&Found {
+                table: self,
+                slot: release.0,
+                snapshot,
+            })
+            .map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// A slot and a snapshot for `search`, which fills the slot with a row or finds none;
     /// `found` gets the row. Both are released afterwards, whatever happened.
     fn with_slot<T>(
@@ -198,6 +302,33 @@ impl Table {
         slot: *mut pg_sys::TupleTableSlot,
         snapshot: pg_sys::Snapshot,
     ) -> Option<pg_sys::ItemPointerData> {
+        // SAFETY: the caller's guarantee.
+        unsafe {
+            self.index_scan(
+                index,
+                key,
+                eq_proc,
+                slot,
+                snapshot,
+                pg_sys::ScanDirection::ForwardScanDirection,
+            )
+        }
+    }
+
+    /// [`index_fetch`](Self::index_fetch) in either direction.
+    ///
+    /// # Safety
+    ///
+    /// As for `index_fetch`.
+    unsafe fn index_scan(
+        &self,
+        index: Oid,
+        key: Datum,
+        eq_proc: u32,
+        slot: *mut pg_sys::TupleTableSlot,
+        snapshot: pg_sys::Snapshot,
+        direction: pg_sys::ScanDirection::Type,
+    ) -> Option<pg_sys::ItemPointerData> {
         // SAFETY: the caller's guarantee; the scan is set up and taken down in order, as
         // index_fetch callers do.
         unsafe {
@@ -219,8 +350,7 @@ impl Table {
             // row's chain of versions: the fetch moves xs_heaptid to the version it found,
             // which a later update of the row leaves behind)
             let place = loop {
-                let tid =
-                    pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
+                let tid = pg_sys::index_getnext_tid(scan, direction);
                 if tid.is_null() {
                     break None;
                 }

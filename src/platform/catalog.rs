@@ -195,7 +195,7 @@ impl RunLabels {
 }
 
 /// A run, locked for this transaction ([`lock_run`]), or read to be written only if no one
-/// wrote it first ([`read_run`]; `locked` is then false).
+/// wrote it first ([`read_run`], on a Citus shard; `locked` is then false).
 pub struct LockedRun {
     pub scope: Vec<u8>,
     pub locked: bool,
@@ -204,42 +204,101 @@ pub struct LockedRun {
     /// Its hash chain (`None` for a table of release 0.1.0 until ALTER EXTENSION UPDATE).
     pub chain: Option<ChainState>,
     table: Table,
-    held: Held,
-    labels_column: i32,
+    pkey: Oid,
+    /// The version read (`None`: the run was known to this transaction already, see [`KEPT`]).
+    held: Option<Held>,
+    columns: [i32; 3],
 }
 
-/// Where a run's hash chain stands: its head and its length.
+/// Where a run's hash chain stands: its head (the hash of its last step) and its row's
+/// checkpoint's partition (`chain_slot`).
 pub struct ChainState {
     pub head: chain::Hash,
-    pub length: i64,
+    pub slot: Option<i16>,
     columns: [i32; 2],
 }
 
 /// A run's chain columns.
 static CHAIN_COLUMNS: Columns<2> =
-    Columns::new([col::<Bytea>(c"chain_head"), col::<i64>(c"chain_length")]);
+    Columns::new([col::<Bytea>(c"chain_head"), col::<i16>(c"chain_slot")]);
+
+/// What this transaction knows of the runs it locked, as its own steps left them: a run's
+/// row is locked to the end of the transaction, so no one else writes its steps or its row
+/// meanwhile, and a bulk write's next step of the run reads nothing again. Forgotten at the
+/// end of the transaction, when a subtransaction aborts (its steps and locks are gone), when
+/// a relation changes, and when a statement updates or deletes a run (`runs_seal`).
+struct Kept {
+    generation: u64,
+    table: Oid,
+    runs: HashMap<Uuid, KeptRun>,
+}
+struct KeptRun {
+    scope: Vec<u8>,
+    labels: Rc<RunLabels>,
+    head: chain::Hash,
+    slot: Option<i16>,
+}
+static KEPT: BackendLocal<Option<Kept>> = BackendLocal::new(None);
+/// How many runs a transaction keeps (a bulk write over more reads the others again).
+const KEPT_RUNS: usize = 65536;
+
+/// Forget what this transaction knew of its runs (see [`KEPT`]).
+pub fn forget_runs() {
+    KEPT.with(|k| *k = None);
+}
 
 impl LockedRun {
-    /// Move the run's chain on to a step's hash, and, when the step brought new labels, write
-    /// what the run carries now (`carried`). `false` when the run was not locked and another
-    /// transaction wrote it first: nothing was written, and the step must be decided again on
-    /// the run as it is now ([`lock_run`]).
-    pub fn advance(&self, head: &chain::Hash, carried: Option<&[u8]>) -> Result<bool> {
+    /// Move the run's chain on to a step's hash (`head`, of a step in ring partition `slot`),
+    /// and, when the step brought new labels, write what the run carries now (`carried`).
+    /// The run's row is written only when its labels grow or the step is the first of the run
+    /// in another partition than its checkpoint's (`chain_slot`: every step after the row's
+    /// `chain_head` lies in it), and for every step on a Citus shard, where a step's write of
+    /// its run's row is its lock. `false` when the run was not locked and another transaction
+    /// wrote it first: nothing was written, and the step must be decided again on the run as
+    /// it is now ([`lock_run`]).
+    pub fn advance(
+        &self,
+        head: &chain::Hash,
+        carried: Option<&[u8]>,
+        slot: Option<i16>,
+    ) -> Result<bool> {
         let Some(c) = &self.chain else {
             return Ok(true);
         };
-        let [c_head, c_length] = c.columns;
+        let write = !self.locked || carried.is_some() || slot != c.slot;
+        if !write {
+            keep(self.table.oid(), &self.run, |k| k.head = *head);
+            return Ok(true);
+        }
+        let [c_head, c_slot] = c.columns;
         let mut changes = vec![
             (c_head, Some(crate::pg::datum::bytea_datum(head)?)),
-            (c_length, Some(Datum::from(c.length + 1))),
+            (c_slot, slot.map(Datum::from)),
         ];
         if let Some(labels) = carried {
             changes.push((
-                self.labels_column,
+                self.columns[2],
                 Some(crate::types::datum::labelset_datum(labels)?),
             ));
         }
-        let written = self.table.update(&self.held, &changes, "run")?;
+        let fetched;
+        let held = match &self.held {
+            Some(h) => h,
+            None => {
+                // known to this transaction, not read: its latest version (locked by it)
+                fetched = fetch_run(&self.table, self.pkey, self.columns[0], &self.run, |f| {
+                    Ok(f.hold())
+                })?
+                .ok_or_else(|| {
+                    Error::new(
+                        crate::pg::error::SERIALIZATION_FAILURE,
+                        "could not serialize access to a run being changed concurrently",
+                    )
+                })?;
+                &fetched
+            }
+        };
+        let written = self.table.update(held, &changes, "run")?;
         if let Some(place) = written {
             // the next step of this run in this transaction (a bulk write) starts there
             // rather than walking the versions this transaction left behind
@@ -256,6 +315,13 @@ impl LockedRun {
                 }
                 w.places.insert(self.run, place);
             });
+            keep(self.table.oid(), &self.run, |k| {
+                k.head = *head;
+                k.slot = slot;
+                if let Some(labels) = carried {
+                    k.labels = Rc::new(RunLabels::new(labels.to_vec(), &k.scope));
+                }
+            });
         }
         let written = written.is_some();
         if !written && self.locked {
@@ -267,6 +333,17 @@ impl LockedRun {
         }
         Ok(written)
     }
+}
+
+/// Change what this transaction keeps of a run, if it keeps it.
+fn keep(table: Oid, run: &Uuid, f: impl FnOnce(&mut KeptRun)) {
+    KEPT.with(|k| {
+        if let Some(k) = k.as_mut().filter(|k| k.table == table) {
+            if let Some(r) = k.runs.get_mut(run) {
+                f(r);
+            }
+        }
+    });
 }
 
 /// Decoded labels of runs that keep them out of line: ((TOAST relation, value id), run, scope).
@@ -282,21 +359,23 @@ pub fn lock_run(namespace: Oid, run: &Uuid) -> Result<Option<LockedRun>> {
     find_run(namespace, run, true)
 }
 
-/// Find the run's latest version, to write it with [`LockedRun::advance`] only if no one wrote
-/// it first: a step's one write of its run's row is then also its lock, and a run no one else
-/// is writing costs no separate lock (no lock written to the run's page and WAL). The run is
-/// locked at once, as [`lock_run`] does, when its version found is held by another transaction
-/// (a writer is at it: waiting in the lock queue is fairer than deciding in vain) or its table
-/// keeps no chain (a step then writes its run's row only when its labels grow).
+/// On a Citus shard: find the run's latest version, to write it with [`LockedRun::advance`]
+/// only if no one wrote it first: a step's one write of its run's row is then also its lock.
+/// The run is locked at once, as [`lock_run`] does, when its version found is held by another
+/// transaction (a writer is at it: waiting in the lock queue is fairer than deciding in vain)
+/// or its table keeps no chain. On one node, [`lock_run`].
 pub fn read_run(namespace: Oid, run: &Uuid) -> Result<Option<LockedRun>> {
-    find_run(namespace, run, false)
+    find_run(namespace, run, !on_shard())
 }
 
-fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>> {
-    // a step moves the run's chain on: the run row is written
-    let (rel, pkey) = open(namespace, c"runs", pg_sys::RowExclusiveLock)?;
-    let [c_id, c_scope, c_labels] = rel.columns(&RUN_COLUMNS)?;
-    let chain_columns = rel.columns(&CHAIN_COLUMNS).ok();
+/// The run's latest version, handed to `f` (the places kept are tried first).
+fn fetch_run<T>(
+    rel: &Table,
+    pkey: Oid,
+    c_id: i32,
+    run: &Uuid,
+    f: impl FnOnce(&crate::pg::heap::Found<'_>) -> Result<T>,
+) -> Result<Option<T>> {
     // where the run was found last time: kept while no invalidation of a relation arrived
     // (a table rewritten has new places) and for this table only
     let generation = crate::pg::inval::generation();
@@ -323,66 +402,7 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
         written,
         &mut hint,
         |found| Ok(found.get::<Uuid>(c_id)?.as_ref() == Some(run)),
-        |found| {
-            let locked = lock || chain_columns.is_none() || found.may_be_held();
-            if locked {
-                found.lock(RowLock::NoKeyUpdate, "run")?;
-            }
-            let scope = found
-                .get::<ScopeBuf>(c_scope)?
-                .ok_or_else(|| Error::corrupt("scope"))?
-                .0;
-            let raw = found.raw(c_labels);
-            // SAFETY: the labels column is a labelset (a varlena), checked by RUN_COLUMNS.
-            let id = raw.and_then(|d| unsafe { external_id(d.cast_mut_ptr()) });
-            let labels = match id {
-                Some(id) => match BIG_RUNS.with(|c| {
-                    c.iter()
-                        .find(|(k, r, s, _)| *k == id && r == run && *s == scope)
-                        .map(|e| e.3.clone())
-                }) {
-                    Some(hit) => hit,
-                    None => {
-                        let body = found
-                            .get::<LabelSetCol<'_>>(c_labels)?
-                            .map(|l| l.body().to_vec())
-                            .unwrap_or_default();
-                        let decoded = Rc::new(RunLabels::new(body, &scope));
-                        BIG_RUNS.with(|c| {
-                            if c.len() >= BIG_RUNS_KEPT {
-                                c.remove(0);
-                            }
-                            c.push((id, *run, scope.clone(), decoded.clone()));
-                        });
-                        decoded
-                    }
-                },
-                None => {
-                    let body = found
-                        .get::<LabelSetCol<'_>>(c_labels)?
-                        .map(|l| l.body().to_vec())
-                        .unwrap_or_default();
-                    Rc::new(RunLabels::new(body, &scope))
-                }
-            };
-            let chain = match chain_columns {
-                Some(columns) => {
-                    let hash = |c: i32| -> Result<chain::Hash> {
-                        found
-                            .get::<Bytea>(c)?
-                            .and_then(|b| b.0.try_into().ok())
-                            .ok_or_else(|| unchained(run))
-                    };
-                    Some(ChainState {
-                        head: hash(columns[0])?,
-                        length: found.get::<i64>(columns[1])?.unwrap_or_default(),
-                        columns,
-                    })
-                }
-                None => None,
-            };
-            Ok((scope, labels, chain, found.hold(), locked))
-        },
+        f,
     )?;
     if let Some(place) = hint {
         RUN_PLACES.with(|p| {
@@ -392,18 +412,197 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
             p.places.insert(*run, place);
         });
     }
-    Ok(
-        result.map(|(scope, labels, chain, held, locked)| LockedRun {
-            scope,
-            locked,
-            run: *run,
-            labels,
-            chain,
-            table: rel,
-            held,
-            labels_column: c_labels,
-        }),
-    )
+    Ok(result)
+}
+
+fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>> {
+    // a step may write the run row
+    let (rel, pkey) = open(namespace, c"runs", pg_sys::RowExclusiveLock)?;
+    let columns = rel.columns(&RUN_COLUMNS)?;
+    let [c_id, c_scope, c_labels] = columns;
+    let chain_columns = rel.columns(&CHAIN_COLUMNS).ok();
+    let shard = on_shard();
+    let generation = crate::pg::inval::generation();
+    if lock && !shard {
+        // a run this transaction locked already: as its steps left it
+        let kept = KEPT.with(|k| {
+            let k = k
+                .as_ref()
+                .filter(|k| k.generation == generation && k.table == rel.oid())?;
+            let r = k.runs.get(run)?;
+            Some((r.scope.clone(), r.labels.clone(), r.head, r.slot))
+        });
+        if let (Some((scope, labels, head, slot)), Some(cc)) = (kept, chain_columns) {
+            return Ok(Some(LockedRun {
+                scope,
+                locked: true,
+                run: *run,
+                labels,
+                chain: Some(ChainState {
+                    head,
+                    slot,
+                    columns: cc,
+                }),
+                table: rel,
+                pkey,
+                held: None,
+                columns,
+            }));
+        }
+    }
+    let result = fetch_run(&rel, pkey, c_id, run, |found| {
+        let locked = lock || chain_columns.is_none() || found.may_be_held();
+        if locked {
+            found.lock(RowLock::NoKeyUpdate, "run")?;
+        }
+        let scope = found
+            .get::<ScopeBuf>(c_scope)?
+            .ok_or_else(|| Error::corrupt("scope"))?
+            .0;
+        let raw = found.raw(c_labels);
+        // SAFETY: the labels column is a labelset (a varlena), checked by RUN_COLUMNS.
+        let id = raw.and_then(|d| unsafe { external_id(d.cast_mut_ptr()) });
+        let labels = match id {
+            Some(id) => match BIG_RUNS.with(|c| {
+                c.iter()
+                    .find(|(k, r, s, _)| *k == id && r == run && *s == scope)
+                    .map(|e| e.3.clone())
+            }) {
+                Some(hit) => hit,
+                None => {
+                    let body = found
+                        .get::<LabelSetCol<'_>>(c_labels)?
+                        .map(|l| l.body().to_vec())
+                        .unwrap_or_default();
+                    let decoded = Rc::new(RunLabels::new(body, &scope));
+                    BIG_RUNS.with(|c| {
+                        if c.len() >= BIG_RUNS_KEPT {
+                            c.remove(0);
+                        }
+                        c.push((id, *run, scope.clone(), decoded.clone()));
+                    });
+                    decoded
+                }
+            },
+            None => {
+                let body = found
+                    .get::<LabelSetCol<'_>>(c_labels)?
+                    .map(|l| l.body().to_vec())
+                    .unwrap_or_default();
+                Rc::new(RunLabels::new(body, &scope))
+            }
+        };
+        let chain = match chain_columns {
+            Some(columns) => {
+                let head = found
+                    .get::<Bytea>(columns[0])?
+                    .and_then(|b| b.0.try_into().ok())
+                    .ok_or_else(|| unchained(run))?;
+                Some(ChainState {
+                    head,
+                    slot: found.get::<i16>(columns[1])?,
+                    columns,
+                })
+            }
+            None => None,
+        };
+        Ok((scope, labels, chain, found.hold(), locked))
+    })?;
+    let Some((scope, labels, mut chain, held, locked)) = result else {
+        return Ok(None);
+    };
+    if let Some(c) = chain.as_mut().filter(|_| locked && !shard) {
+        // the row keeps a checkpoint; the steps after it are in its partition, the last of
+        // them the head
+        if let Some(slot) = c.slot {
+            if let Some(last) = last_step(namespace, slot, run)? {
+                c.head = last;
+            }
+        }
+        let (table, head, slot) = (rel.oid(), c.head, c.slot);
+        KEPT.with(|k| {
+            let k = match k {
+                Some(k) if k.generation == generation && k.table == table => k,
+                other => other.insert(Kept {
+                    generation,
+                    table,
+                    runs: HashMap::new(),
+                }),
+            };
+            if k.runs.len() >= KEPT_RUNS {
+                k.runs.clear();
+            }
+            k.runs.insert(
+                *run,
+                KeptRun {
+                    scope: scope.clone(),
+                    labels: labels.clone(),
+                    head,
+                    slot,
+                },
+            );
+        });
+    }
+    Ok(Some(LockedRun {
+        scope,
+        locked,
+        run: *run,
+        labels,
+        chain,
+        table: rel,
+        pkey,
+        held: Some(held),
+        columns,
+    }))
+}
+
+/// The partitions of the trail's ring (`steps_00` .. `steps_23`) and their index on
+/// `(run_id, id)`, found by name and kept while no relation changes.
+static RING: BackendLocal<(u64, Oid, Vec<(i16, Oid, Oid)>)> =
+    BackendLocal::new((0, Oid::INVALID, Vec::new()));
+
+static STEP_HASH: Columns<1> = Columns::new([col::<Bytea>(c"hash")]);
+
+/// The hash of the run's last step in ring partition `slot` (`None`: it has none there),
+/// as this transaction sees the trail now, under the run's lock.
+fn last_step(namespace: Oid, slot: i16, run: &Uuid) -> Result<Option<chain::Hash>> {
+    let generation = crate::pg::inval::generation();
+    let kept = RING.with(|(g, ns, v)| {
+        if *g != generation || *ns != namespace {
+            *g = generation;
+            *ns = namespace;
+            v.clear();
+        }
+        v.iter().find(|e| e.0 == slot).map(|e| (e.1, e.2))
+    });
+    let (part, index) = match kept {
+        Some(k) => k,
+        None => {
+            let name =
+                std::ffi::CString::new(format!("steps_{slot:02}")).map_err(|_| missing("steps"))?;
+            let Some(t) = Table::open(relation(namespace, &name), pg_sys::AccessShareLock)? else {
+                return Ok(None);
+            };
+            let (Some(r), Some(i)) = (t.attnum(c"run_id"), t.attnum(c"id")) else {
+                return Err(missing("steps"));
+            };
+            let index = t
+                .btree_on(&[r, i])
+                .ok_or_else(|| missing("steps_run_idx"))?;
+            RING.with(|(_, _, v)| v.push((slot, t.oid(), index)));
+            (t.oid(), index)
+        }
+    };
+    let Some(t) = Table::open(part, pg_sys::AccessShareLock)? else {
+        return Ok(None);
+    };
+    let [c_hash] = t.columns(&STEP_HASH)?;
+    let found = t.probe_last(index, run.datum(), pg_sys::F_UUID_EQ, |f| {
+        f.get::<Bytea>(c_hash)?
+            .and_then(|b| b.0.try_into().ok())
+            .ok_or_else(|| unchained(run))
+    })?;
+    Ok(found)
 }
 
 /// A run whose row holds no hash chain: written around the triggers.

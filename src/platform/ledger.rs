@@ -33,8 +33,8 @@ struct RunRow {
     opened_labels: Option<Vec<u8>>,
     listener_id: Option<i64>,
     opened_at: i64,
+    /// Its row's checkpoint: the chain passes through it.
     head: Option<Hash>,
-    length: Option<i64>,
     /// Where the chain continues from after a purge, and how many steps it removed.
     cut: Option<Hash>,
     cut_length: i64,
@@ -43,17 +43,17 @@ struct RunRow {
 
 static RUN: SavedPlan = SavedPlan::new(
     c"SELECT id, agent, agent_version, scope, opened_labels, listener_id, opened_at,
-             chain_head, chain_length, chain_cut, chain_cut_length, labels
+             chain_head, chain_cut, chain_cut_length, labels
         FROM pg_labels.runs WHERE id = $1",
 );
 static RUNS_FIRST: SavedPlan = SavedPlan::new(
     c"SELECT id, agent, agent_version, scope, opened_labels, listener_id, opened_at,
-             chain_head, chain_length, chain_cut, chain_cut_length, labels
+             chain_head, chain_cut, chain_cut_length, labels
         FROM pg_labels.runs ORDER BY id LIMIT 1000",
 );
 static RUNS_NEXT: SavedPlan = SavedPlan::new(
     c"SELECT id, agent, agent_version, scope, opened_labels, listener_id, opened_at,
-             chain_head, chain_length, chain_cut, chain_cut_length, labels
+             chain_head, chain_cut, chain_cut_length, labels
         FROM pg_labels.runs WHERE id > $1 ORDER BY id LIMIT 1000",
 );
 
@@ -105,10 +105,9 @@ fn read_runs(rows: &crate::pg::spi::Rows<'_>) -> Result<Vec<RunRow>> {
                 listener_id: rows.get::<i64>(i, 6)?,
                 opened_at: rows.must::<Timestamp>(i, 7)?.0,
                 head: hash_of(rows.get::<Bytea>(i, 8)?),
-                length: rows.get::<i64>(i, 9)?,
-                cut: hash_of(rows.get::<Bytea>(i, 10)?),
-                cut_length: rows.get::<i64>(i, 11)?.unwrap_or_default(),
-                labels: rows.must::<LabelSetBuf>(i, 12)?.0,
+                cut: hash_of(rows.get::<Bytea>(i, 9)?),
+                cut_length: rows.get::<i64>(i, 10)?.unwrap_or_default(),
+                labels: rows.must::<LabelSetBuf>(i, 11)?.0,
             })
         })
         .collect()
@@ -252,15 +251,12 @@ struct Checked {
     broken: Option<(Option<i64>, &'static str, String)>,
 }
 
-/// Check a run's chain against what is stored: its steps (from the purge's cut, if any), then
-/// its row's head, length and labels.
+/// Check a run's chain against what is stored: its steps (from the purge's cut, if any), the
+/// checkpoint its row keeps, and its labels.
 fn check_run(run: &RunRow) -> Result<Checked> {
-    let (Some(genesis), Some(head), Some(length), Some(opened)) = (
-        genesis(run),
-        run.head,
-        run.length,
-        run.opened_labels.as_deref(),
-    ) else {
+    let (Some(genesis), Some(head), Some(opened)) =
+        (genesis(run), run.head, run.opened_labels.as_deref())
+    else {
         return Ok(Checked {
             steps: 0,
             broken: Some((
@@ -271,7 +267,7 @@ fn check_run(run: &RunRow) -> Result<Checked> {
         });
     };
     let scope_text = scope::to_text(&run.scope);
-    let mut v = Verifier::new(run.cut.unwrap_or(genesis), run.cut_length, head, length);
+    let mut v = Verifier::passing(run.cut.unwrap_or(genesis), run.cut_length, head);
     let mut carried = opened.to_vec();
     let mut steps = 0i64;
     each_step(&run.id, |s| {
@@ -569,7 +565,7 @@ static CHAIN_STEP: SavedPlan = SavedPlan::new(
     c"UPDATE pg_labels.steps SET prev_hash = $3, hash = $4 WHERE id = $1 AND slot = $2",
 );
 static CHAIN_RUN: SavedPlan = SavedPlan::new(
-    c"UPDATE pg_labels.runs SET opened_labels = labels, chain_head = $2, chain_length = $3
+    c"UPDATE pg_labels.runs SET opened_labels = labels, chain_head = $2, chain_slot = $3
        WHERE id = $1 AND chain_head IS NULL",
 );
 
@@ -590,7 +586,7 @@ sql_function! {
                 return Ok(());
             };
             let scope_text = scope::to_text(&run.scope);
-            let mut length = 0i64;
+            let mut slot: Option<i16> = None;
             each_step(&run.id, |s| {
                 let after = chain::labels_next(&h, LabelSet::from_canonical(&s.labels));
                 let next = chain::link(&h, &leaf(&run, &scope_text, &s, &after));
@@ -610,17 +606,17 @@ sql_function! {
                     .map(|_| ())
                 })?;
                 h = next;
-                length += 1;
+                slot = Some(s.slot);
                 Ok(true)
             })?;
             with_spi(|spi| {
                 CHAIN_RUN.execute(
                     spi,
-                    &[pg_sys::UUIDOID, pg_sys::BYTEAOID, pg_sys::INT8OID],
+                    &[pg_sys::UUIDOID, pg_sys::BYTEAOID, pg_sys::INT2OID],
                     &[
                         Some(run.id.datum()),
                         Some(crate::pg::datum::bytea_datum(&h)?),
-                        Some(Datum::from(length)),
+                        slot.map(Datum::from),
                     ],
                     false,
                     0,
@@ -663,17 +659,34 @@ fn verify_all(call: &Call<'_>) -> Result<Datum> {
     Ok(Datum::from(0usize))
 }
 
+/// How many steps a run holds, and the hash of its last one.
+static HEAD_NOW: SavedPlan = SavedPlan::new(
+    c"SELECT (SELECT count(*) FROM pg_labels.steps WHERE run_id = $1),
+             (SELECT hash FROM pg_labels.steps WHERE run_id = $1 ORDER BY id DESC LIMIT 1)",
+);
+
 fn ledger_digest(call: &Call<'_>) -> Result<Datum> {
     let _ = call;
     let mut marks = Vec::new();
     let mut steps = 0i64;
     each_run(|run| {
-        if let (Some(head), Some(length)) = (run.head, run.length) {
+        if let Some(checkpoint) = run.head {
+            // the head now: the run's last step (steps after the row's checkpoint are chained
+            // in the trail alone), or the checkpoint when it has none
+            let (count, last) = with_spi(|spi| {
+                let rows =
+                    HEAD_NOW.execute(spi, &[pg_sys::UUIDOID], &[Some(run.id.datum())], true, 1)?;
+                Ok((
+                    rows.get::<i64>(0, 1)?.unwrap_or_default(),
+                    hash_of(rows.get::<Bytea>(0, 2)?),
+                ))
+            })?;
+            let length = run.cut_length + count;
             steps += length;
             marks.push(Mark {
                 run: run.id,
                 length,
-                head,
+                head: last.unwrap_or(checkpoint),
             });
         }
         Ok(())

@@ -6,7 +6,8 @@
 //!    whatever it holds (no row deleted one by one, no WAL per row). A partition that also holds
 //!    a later month (purge was not run for two years) has its older rows deleted instead.
 //!    First, every run with steps that go records where its hash chain is cut (`chain_cut`,
-//!    `chain_cut_length`): one read of what goes, grouped by run, and one write per such run;
+//!    `chain_cut_length`, and `chain_head` when its checkpoint goes): one read of what goes,
+//!    grouped by run, and one write per such run;
 //! 2. deletes whole runs opened before the cutoff with nothing at or after it (no step, no
 //!    artifact made, no share of their artifacts or to them), with their remaining steps (in
 //!    the month the cutoff falls in), artifacts and shares. Only this part deletes row by row,
@@ -103,7 +104,10 @@ sql_function! {
                 }
             }
             // every run that keeps going records where its hash chain is cut: the hash of its
-            // last step that goes, and how many go (verify() goes on from there)
+            // last step that goes, and how many go (verify() goes on from there); a run whose
+            // row's checkpoint goes takes the cut as its checkpoint. The run's row lock orders
+            // this with its steps: a step waits for it and then reads the checkpoint and
+            // partition as they are after the purge
             let going: Vec<String> = whole
                 .iter()
                 .map(|p| format!("SELECT run_id, id, hash FROM pg_labels.{p}"))
@@ -114,11 +118,16 @@ sql_function! {
             if !going.is_empty() {
                 run(spi, &format!(
                     "UPDATE pg_labels.runs r
-                        SET chain_cut = c.hash, chain_cut_length = coalesce(r.chain_cut_length, 0) + c.n
+                        SET chain_cut = c.hash, chain_cut_length = coalesce(r.chain_cut_length, 0) + c.n,
+                            chain_head = CASE WHEN EXISTS (SELECT FROM pg_labels.steps s
+                                                            WHERE s.run_id = r.id AND s.hash = r.chain_head
+                                                              AND s.created_at >= '{start}')
+                                              THEN r.chain_head ELSE c.hash END
                        FROM (SELECT run_id, count(*) AS n, (array_agg(hash ORDER BY id DESC))[1] AS hash
-                               FROM ({}) g GROUP BY run_id) c
+                               FROM ({going}) g GROUP BY run_id) c
                       WHERE r.id = c.run_id AND r.chain_head IS NOT NULL",
-                    going.join(" UNION ALL ")
+                    going = going.join(" UNION ALL "),
+                    start = start.text(),
                 ), false)?;
             }
             for part in &whole {

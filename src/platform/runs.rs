@@ -162,11 +162,11 @@ fn runs_open(call: &Call<'_>) -> Result<Datum> {
     }
     // the run's chain starts from how it was opened (a table of release 0.1.0, until ALTER
     // EXTENSION UPDATE, has no chain)
-    if let Ok([c_opened_labels, c_head, c_length, c_cut, c_cut_length]) = CHAIN.of(&row) {
+    if let Ok([c_opened_labels, c_head, c_slot, c_cut, c_cut_length]) = CHAIN.of(&row) {
         for (c, name) in [
             (c_opened_labels, "opened_labels"),
             (c_head, "chain_head"),
-            (c_length, "chain_length"),
+            (c_slot, "chain_slot"),
             (c_cut, "chain_cut"),
             (c_cut_length, "chain_cut_length"),
         ] {
@@ -192,16 +192,16 @@ fn runs_open(call: &Call<'_>) -> Result<Datum> {
         });
         changes.push((c_opened_labels, Some(labelset_datum(&opened.labels)?)));
         changes.push((c_head, Some(bytea_datum(&genesis)?)));
-        changes.push((c_length, Some(Datum::from(0i64))));
     }
     Ok(row.modified(&changes))
 }
 
-/// The run's hash chain: how it was opened, its head and length, and where a purge cut it.
+/// The run's hash chain: how it was opened, its checkpoint and where the steps after it are,
+/// and where a purge cut it.
 static CHAIN: Columns<5> = Columns::new([
     col::<LabelSetBuf>(c"opened_labels"),
     col::<Bytea>(c"chain_head"),
-    col::<i64>(c"chain_length"),
+    col::<i16>(c"chain_slot"),
     col::<Bytea>(c"chain_cut"),
     col::<i64>(c"chain_cut_length"),
 ]);

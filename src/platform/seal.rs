@@ -108,6 +108,8 @@ sql_function! {
 fn runs_seal(call: &Call<'_>) -> Result<Datum> {
     let trigger = Trigger::fired(call, &RUNS_SEAL)?;
     let old = trigger.row();
+    // a statement changes a run: what this transaction knew of its runs is read again
+    crate::platform::catalog::forget_runs();
     if trigger.op() == Op::Delete {
         if purging() {
             return Ok(old.unchanged());
@@ -145,8 +147,10 @@ fn runs_seal(call: &Call<'_>) -> Result<Datum> {
         if old.same(&new, c) {
             continue;
         }
-        // purge() records where it cut the run's hash chain
-        if purging() && (name == "chain_cut" || name == "chain_cut_length") {
+        // purge() records where it cut the run's hash chain (and moves the run's checkpoint
+        // to the cut when the checkpoint goes)
+        if purging() && (name == "chain_cut" || name == "chain_cut_length" || name == "chain_head")
+        {
             continue;
         }
         if name == "scope" {

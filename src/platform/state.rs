@@ -6,6 +6,9 @@
 //! - [`AUTHORIZING`]: `authorize_crossing()` is recording a crossing, for this role;
 //! - [`REVOKING`]: `revoke_crossing()` is ending this crossing, for this role;
 //! - [`PURGING`]: `purge()` is deleting expired rows.
+//!
+//! The end of a transaction, or of a subtransaction that aborts, also ends what the
+//! transaction knew of the runs it locked ([`crate::platform::catalog::forget_runs`]).
 
 use crate::pg::local::{end_of_transaction, Lower, Scoped};
 use pgrx::pg_sys;
@@ -27,11 +30,27 @@ unsafe extern "C-unwind" fn xact_callback(
     ) {
         let all: [&dyn Lower; 4] = [&DECIDING, &AUTHORIZING, &REVOKING, &PURGING];
         end_of_transaction(&all);
+        crate::platform::catalog::forget_runs();
+    }
+}
+
+unsafe extern "C-unwind" fn subxact_callback(
+    event: pg_sys::SubXactEvent::Type,
+    _my: pg_sys::SubTransactionId,
+    _parent: pg_sys::SubTransactionId,
+    _arg: *mut std::ffi::c_void,
+) {
+    // the steps and row locks of the subtransaction are gone
+    if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
+        crate::platform::catalog::forget_runs();
     }
 }
 
 /// Called from `_PG_init`.
 pub fn init() {
-    // SAFETY: registers a callback that lives as long as the library.
-    unsafe { pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut()) }
+    // SAFETY: registers callbacks that live as long as the library.
+    unsafe {
+        pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut());
+        pg_sys::RegisterSubXactCallback(Some(subxact_callback), std::ptr::null_mut());
+    }
 }

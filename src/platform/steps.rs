@@ -258,10 +258,10 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
     // ---- gather: the run (locked), the tool, the artifact ----
     let namespace = trigger.namespace();
     let owner = trigger.owner();
-    // The run is read and the step decided on it; the step's one write of the run's row (its
-    // chain's head) is then also its lock on the run (catalog::read_run). If another step of
-    // the run was written first, or the decision is a refusal, the step is decided again on
-    // the run locked.
+    // The run is locked and the step decided on it (catalog::read_run). On a Citus shard the
+    // run is read, and the step's one write of the run's row (its chain's head) is then also
+    // its lock: if another step of the run was written first, or the decision is a refusal,
+    // the step is decided again on the run locked.
     let mut lock = false;
     loop {
         let run = if lock {
@@ -408,8 +408,9 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
             }
         }
         // Labels accumulate: the run now carries what this step brought. The chain: the step's
-        // hash links its content to its run's head, which moves on to it. Both are one write of
-        // the run's row, the version this step locked.
+        // hash links its content to its run's head, which moves on to it. The run's row is
+        // written when its labels grow (and then keeps the head as its checkpoint), or when
+        // the step is the run's first in another month of the ring (LockedRun::advance).
         let carried = grows.then(|| run.labels.set().union(own_set));
         if let (Some([c_prev, c_hash]), Some(state)) = (c.chain, &run.chain) {
             let id = match changes.iter().find(|(col, _)| *col == c.id) {
@@ -465,7 +466,8 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
                 labels_after,
             });
             let hash = chain::link(&state.head, &leaf);
-            if !run.advance(&hash, carried.as_deref())? {
+            let slot = c.slot.map(|_| step::trail_slot(now.0));
+            if !run.advance(&hash, carried.as_deref(), slot)? {
                 // another step of the run was written first: decide again on the run locked
                 lock = true;
                 continue;

@@ -57,7 +57,7 @@ for script in "$ROOT"/sql/released/pg_labels--*.sql; do
 
     # what was there is unchanged; what 0.2.0 adds (the hash chains' columns, the digests, the
     # trail's proofs) is left out of this comparison and checked below
-    SNAPSHOT_DROP="{slot,prev_hash,hash,opened_labels,chain_head,chain_length,chain_cut,chain_cut_length}" \
+    SNAPSHOT_DROP="{slot,prev_hash,hash,opened_labels,chain_head,chain_slot,chain_cut,chain_cut_length}" \
         data_snapshot -d "$db" |
         grep -Ev "^(acl|sequence|rows) (pg_labels\.)?(digests|digests_id_seq|verify|verify_all|ledger_digest|verify_digest|prove|start_chains|distribute|shard_sequence)[ (:]" \
         >"$work/after_comparable"

@@ -116,7 +116,9 @@ GROUP BY other.via ORDER BY other.via;
 SELECT r, count(DISTINCT labels) AS distinct_labels, min(labels::text) AS labels,
        count(DISTINCT chain_length) AS distinct_lengths, min(chain_length) AS length,
        bool_and((SELECT intact FROM pg_labels.verify(id))) AS intact
-FROM (SELECT right(id::text, 1)::int AS r, * FROM pg_labels.runs WHERE id::text ~ '^[abc]0000000-') runs
+FROM (SELECT right(id::text, 1)::int AS r, *,
+             (SELECT count(*) FROM pg_labels.steps s WHERE s.run_id = runs.id) AS chain_length
+        FROM pg_labels.runs WHERE id::text ~ '^[abc]0000000-') runs
 GROUP BY r ORDER BY r;
 
 -- a refused call refuses the whole bulk statement, as it refuses the single-row insert

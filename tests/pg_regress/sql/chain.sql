@@ -23,16 +23,19 @@ SELECT ('c0000000-0000-0000-0000-00000000000' || r)::uuid, 'tool_result', 'chain
 INSERT INTO pg_labels.steps (run_id, kind, tool)
 SELECT ('c0000000-0000-0000-0000-00000000000' || r)::uuid, 'gate_decided', 'chain.read' FROM generate_series(1, 5) r;
 
--- the database fills the chain: every step links to the one before it, the run keeps the head
-SELECT r.id, r.chain_length, length(r.chain_head) AS head_bytes,
-       r.chain_head = (SELECT s.hash FROM pg_labels.steps s WHERE s.run_id = r.id ORDER BY s.id DESC LIMIT 1) AS head_is_last
+-- the database fills the chain: every step links to the one before it; the run's row keeps
+-- a checkpoint, written by the last step that grew its labels (here the tool's result), and
+-- the partition of the ring that holds the steps after it
+SELECT r.id, (SELECT count(*) FROM pg_labels.steps s WHERE s.run_id = r.id) AS chain_length, length(r.chain_head) AS head_bytes,
+       r.chain_head = (SELECT s.hash FROM pg_labels.steps s WHERE s.run_id = r.id AND s.kind = 'tool_result') AS checkpoint_is_last_growth,
+       r.chain_slot = pg_labels.trail_slot(now()) AS slot_is_this_month
   FROM pg_labels.runs r WHERE r.id::text LIKE 'c0000000%' ORDER BY r.id;
 SELECT count(*) AS linked FROM pg_labels.steps s
  WHERE s.run_id::text LIKE 'c0000000%'
    AND s.prev_hash = coalesce((SELECT p.hash FROM pg_labels.steps p WHERE p.run_id = s.run_id AND p.id < s.id ORDER BY p.id DESC LIMIT 1),
                               (SELECT (SELECT hash FROM pg_labels.steps x WHERE false)));
--- the trigger writes the run row itself (a new version on every step, out of place when its
--- labels grow): every index of runs still finds every run, as a sequential scan does
+-- the trigger writes the run row itself (a new version when its labels grow, out of place
+-- as they do): every index of runs still finds every run, as a sequential scan does
 CREATE TEMP TABLE seen AS SELECT id, scope, opened_at, labels FROM pg_labels.runs;
 SET enable_seqscan = off;
 SET enable_bitmapscan = off;
@@ -80,7 +83,8 @@ SET session_replication_role = replica;
 UPDATE pg_labels.steps SET labels = '{}' WHERE run_id = 'c0000000-0000-0000-0000-000000000001' AND kind = 'input';
 -- run 2: a step in the middle deleted
 DELETE FROM pg_labels.steps WHERE run_id = 'c0000000-0000-0000-0000-000000000002' AND kind = 'tool_called';
--- run 3: the run's last step deleted
+-- run 3: the run's last step deleted (a step after the row's checkpoint: only a digest taken
+-- before knows it was there, and verify_digest() names it; verify() cannot)
 DELETE FROM pg_labels.steps WHERE run_id = 'c0000000-0000-0000-0000-000000000003' AND kind = 'gate_decided';
 -- run 4: a forged step inserted between two others, with a plausible chain
 INSERT INTO pg_labels.steps (id, run_id, kind, tool, labels, actor, created_at, slot, prev_hash, hash)
@@ -106,6 +110,19 @@ UPDATE pg_labels.digests SET marks = substr(marks, 57) WHERE id = (:'digest'::js
 RESET session_replication_role;
 SELECT holds, regexp_replace(run::text, '^c0+', 'c…') AS run, regexp_replace(detail, '[0-9]{3,}', 'N', 'g') AS detail
   FROM pg_labels.verify_digest(:'digest') WHERE run IS NULL OR run::text LIKE '%5' ORDER BY run;
+-- the run row's checkpoint removed, with the step after it: verify() alone shows it. A run
+-- whose first step was planned, then an input that grew its labels, then a planned step
+INSERT INTO pg_labels.runs (id, scope) VALUES ('e0000000-0000-0000-0000-000000000001', 'acme/platform');
+INSERT INTO pg_labels.steps (run_id, kind) VALUES ('e0000000-0000-0000-0000-000000000001', 'planned');
+INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('e0000000-0000-0000-0000-000000000001', 'input', '{origin:slack}');
+INSERT INTO pg_labels.steps (run_id, kind) VALUES ('e0000000-0000-0000-0000-000000000001', 'planned');
+SELECT chain_head = (SELECT hash FROM pg_labels.steps WHERE run_id = r.id AND kind = 'input') AS checkpoint_is_the_input
+  FROM pg_labels.runs r WHERE id = 'e0000000-0000-0000-0000-000000000001';
+SET session_replication_role = replica;
+DELETE FROM pg_labels.steps WHERE run_id = 'e0000000-0000-0000-0000-000000000001'
+   AND id > (SELECT min(id) FROM pg_labels.steps WHERE run_id = 'e0000000-0000-0000-0000-000000000001');
+RESET session_replication_role;
+SELECT intact, steps, how, regexp_replace(detail, '[0-9]+', 'N') AS detail FROM pg_labels.verify('e0000000-0000-0000-0000-000000000001');
 -- a digest that is not one
 SELECT * FROM pg_labels.verify_digest('{"version": 1}');
 SELECT * FROM pg_labels.verify_digest('{"version": 1, "id": 999, "root": "00"}');
@@ -135,8 +152,9 @@ SELECT pg_labels.purge(date_trunc('month', now())) AS purged_runs;
 -- a digest taken before the purge: the run's steps that went are accepted, the rest checked
 SELECT count(*) AS problems_of_the_cut_run FROM pg_labels.verify_digest(:'before_purge')
  WHERE run = 'd0000000-0000-0000-0000-000000000001';
-SELECT chain_length, chain_cut_length, length(chain_cut) AS cut_bytes
-  FROM pg_labels.runs WHERE id = 'd0000000-0000-0000-0000-000000000001';
+SELECT chain_cut_length + (SELECT count(*) FROM pg_labels.steps WHERE run_id = r.id) AS chain_length,
+       chain_cut_length, length(chain_cut) AS cut_bytes, chain_head = chain_cut AS checkpoint_is_the_cut
+  FROM pg_labels.runs r WHERE id = 'd0000000-0000-0000-0000-000000000001';
 SELECT intact, steps, how, detail FROM pg_labels.verify('d0000000-0000-0000-0000-000000000001');
 -- a remaining step removed after the cut still shows
 SET session_replication_role = replica;
