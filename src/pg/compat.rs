@@ -76,6 +76,7 @@ pub unsafe fn heap_update_waiting(
     rel: pg_sys::Relation,
     otid: *mut pg_sys::ItemPointerData,
     tup: pg_sys::HeapTuple,
+    cid: pg_sys::CommandId,
     tmfd: *mut pg_sys::TM_FailureData,
 ) -> (pg_sys::TM_Result::Type, bool) {
     let mut mode: pg_sys::LockTupleMode::Type = pg_sys::LockTupleMode::LockTupleNoKeyExclusive;
@@ -83,11 +84,11 @@ pub unsafe fn heap_update_waiting(
     // comes back rather than raising "tuple concurrently updated".
     #[cfg(feature = "pg15")]
     unsafe {
-        let result = pg_sys::heap_update(
+        let result = raw_heap_update(
             rel,
             otid,
             tup,
-            pg_sys::GetCurrentCommandId(true),
+            cid,
             std::ptr::null_mut(),
             true,
             tmfd,
@@ -100,11 +101,11 @@ pub unsafe fn heap_update_waiting(
     #[cfg(not(feature = "pg15"))]
     unsafe {
         let mut which: pg_sys::TU_UpdateIndexes::Type = pg_sys::TU_UpdateIndexes::TU_None;
-        let result = pg_sys::heap_update(
+        let result = raw_heap_update(
             rel,
             otid,
             tup,
-            pg_sys::GetCurrentCommandId(true),
+            cid,
             std::ptr::null_mut(),
             true,
             tmfd,
@@ -113,6 +114,38 @@ pub unsafe fn heap_update_waiting(
         );
         (result, which != pg_sys::TU_UpdateIndexes::TU_None)
     }
+}
+
+// heap_update without pgrx's guard: it waits and may raise, and runs under catch, whose
+// restore point must be the one an error jumps to.
+#[cfg(feature = "pg15")]
+unsafe extern "C-unwind" {
+    #[link_name = "heap_update"]
+    fn raw_heap_update(
+        relation: pg_sys::Relation,
+        otid: pg_sys::ItemPointer,
+        newtup: pg_sys::HeapTuple,
+        cid: pg_sys::CommandId,
+        crosscheck: pg_sys::Snapshot,
+        wait: bool,
+        tmfd: *mut pg_sys::TM_FailureData,
+        lockmode: *mut pg_sys::LockTupleMode::Type,
+    ) -> pg_sys::TM_Result::Type;
+}
+#[cfg(not(feature = "pg15"))]
+unsafe extern "C-unwind" {
+    #[link_name = "heap_update"]
+    fn raw_heap_update(
+        relation: pg_sys::Relation,
+        otid: pg_sys::ItemPointer,
+        newtup: pg_sys::HeapTuple,
+        cid: pg_sys::CommandId,
+        crosscheck: pg_sys::Snapshot,
+        wait: bool,
+        tmfd: *mut pg_sys::TM_FailureData,
+        lockmode: *mut pg_sys::LockTupleMode::Type,
+        update_indexes: *mut pg_sys::TU_UpdateIndexes::Type,
+    ) -> pg_sys::TM_Result::Type;
 }
 
 /// Insert the index entries of a new row version (every index: see heap_update_waiting).

@@ -472,8 +472,9 @@ impl Table {
                 &mut otid as *mut pg_sys::ItemPointerData,
                 &mut tmfd as *mut pg_sys::TM_FailureData,
             );
+            let cid = pg_sys::GetCurrentCommandId(true);
             let (result, indexed) = crate::pg::catch::catch(|| {
-                crate::pg::compat::heap_update_waiting(rel, otid_ptr, new, tmfd_ptr)
+                crate::pg::compat::heap_update_waiting(rel, otid_ptr, new, cid, tmfd_ptr)
             })?;
             match result {
                 pg_sys::TM_Result::TM_Ok => {}
@@ -691,6 +692,34 @@ impl Found<'_> {
                 return true;
             }
             (*(*tuple).t_data).t_infomask & pg_sys::HEAP_XMAX_INVALID as u16 == 0
+        }
+    }
+
+    /// Is the version found being written or locked by another transaction in progress, or
+    /// replaced by a newer version (PostgreSQL's `HeapTupleSatisfiesUpdate` is not `TM_Ok`)?
+    /// Exact where [`may_be_held`](Self::may_be_held) is a hint: a lock of a transaction that
+    /// ended does not count.
+    pub fn held_by_other(&self) -> bool {
+        if !self.may_be_held() {
+            return false;
+        }
+        // SAFETY: may_be_held checked a buffered heap tuple; the slot keeps its buffer pinned,
+        // and the page is share-locked around the check (which may set hint bits), as
+        // heap_lock_tuple's callers do.
+        unsafe {
+            let bslot = self.slot as *mut pg_sys::BufferHeapTupleTableSlot;
+            let buf = (*bslot).buffer;
+            if buf == pg_sys::InvalidBuffer as pg_sys::Buffer {
+                return true;
+            }
+            pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_SHARE as i32);
+            let result = pg_sys::HeapTupleSatisfiesUpdate(
+                (*bslot).base.tuple,
+                pg_sys::GetCurrentCommandId(false),
+                buf,
+            );
+            pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_UNLOCK as i32);
+            result != pg_sys::TM_Result::TM_Ok
         }
     }
 

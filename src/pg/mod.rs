@@ -12,6 +12,7 @@ pub mod fmgr;
 pub mod heap;
 pub mod inval;
 pub mod local;
+pub mod lock;
 pub mod spi;
 pub mod srf;
 pub mod trigger;

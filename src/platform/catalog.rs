@@ -26,6 +26,7 @@ use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
 use crate::pg::fmgr::external_id;
 use crate::pg::heap::{Held, RowLock, Table, Tid};
 use crate::pg::local::BackendLocal;
+use crate::pg::lock::ObjectLock;
 use crate::pg::trigger::{col, platform_schema, Columns, Op, Spec, Timing, Trigger};
 use crate::sql_function;
 use crate::types::datum::ScopeBuf;
@@ -265,7 +266,8 @@ impl LockedRun {
         let Some(c) = &self.chain else {
             return Ok(true);
         };
-        let write = !self.locked || carried.is_some() || slot != c.slot;
+        // (on a Citus shard the row keeps the head itself: no probe of the trail there)
+        let write = on_shard() || carried.is_some() || slot != c.slot;
         if !write {
             keep(self.table.oid(), &self.run, |k| k.head = *head);
             return Ok(true);
@@ -450,11 +452,45 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
             }));
         }
     }
-    let result = fetch_run(&rel, pkey, c_id, run, |found| {
-        let locked = lock || chain_columns.is_none() || found.may_be_held();
-        if locked {
-            found.lock(RowLock::NoKeyUpdate, "run")?;
+    // how the run is locked (see RunLock)
+    let how = if shard {
+        RunLock::Shard
+    } else if RUN_LOCKS.get() < RUN_LOCKS_MAX {
+        RunLock::Object
+    } else {
+        RunLock::Row
+    };
+    let object = ObjectLock::new(run_key(run));
+    match how {
+        RunLock::Object => {
+            object.acquire(pg_sys::ExclusiveLock)?;
+            RUN_LOCKS.set(RUN_LOCKS.get() + 1);
         }
+        RunLock::Row => object.acquire(pg_sys::ShareLock)?,
+        RunLock::Shard => {}
+    }
+    let result = fetch_run(&rel, pkey, c_id, run, |found| {
+        let locked = match how {
+            RunLock::Object => {
+                // a writer that locked the row (RunLock::Row) before this lock was granted
+                // is waited for
+                if found.held_by_other() {
+                    found.lock(RowLock::NoKeyUpdate, "run")?;
+                }
+                true
+            }
+            RunLock::Row => {
+                found.lock(RowLock::NoKeyUpdate, "run")?;
+                true
+            }
+            RunLock::Shard => {
+                let locked = lock || chain_columns.is_none() || found.may_be_held();
+                if locked {
+                    found.lock(RowLock::NoKeyUpdate, "run")?;
+                }
+                locked
+            }
+        };
         let scope = found
             .get::<ScopeBuf>(c_scope)?
             .ok_or_else(|| Error::corrupt("scope"))?
@@ -508,6 +544,10 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
         };
         Ok((scope, labels, chain, found.hold(), locked))
     })?;
+    if let RunLock::Row = how {
+        // the row lock holds it now
+        object.release(pg_sys::ShareLock);
+    }
     let Some((scope, labels, mut chain, held, locked)) = result else {
         return Ok(None);
     };
@@ -554,6 +594,45 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
         held: Some(held),
         columns,
     }))
+}
+
+/// How a step (or an artifact) locks its run, until the end of its transaction.
+///
+/// - `Object`: a lock of the lock manager on the run ([`ObjectLock`], `ExclusiveLock`), which
+///   writes nothing: no WAL, the run's page untouched. A transaction takes at most
+///   [`RUN_LOCKS_MAX`] of them (the lock manager's table is shared and bounded);
+/// - `Row`: past that (a bulk write over many runs), the run's row `FOR NO KEY UPDATE` (a
+///   lock record, once per run and transaction), after waiting for the run's `Object` holder
+///   (a `ShareLock` of the same object, given up once the row is locked);
+/// - `Shard`: on a Citus shard, the step's write of the run's row (see [`read_run`]).
+///
+/// The two single-node kinds exclude each other: a `Row` writer waits for an `Object` holder
+/// before it locks the row, and an `Object` writer granted its lock waits for a row locked
+/// before (it finds the row held, [`crate::pg::heap::Found::held_by_other`], and locks it
+/// too). Writes of the run's row (a step that grows its labels) wait for any row lock.
+#[derive(Clone, Copy)]
+enum RunLock {
+    Object,
+    Row,
+    Shard,
+}
+
+/// How many runs a transaction locks with [`RunLock::Object`] before it locks rows.
+const RUN_LOCKS_MAX: u32 = 32;
+static RUN_LOCKS: BackendLocal<u32> = BackendLocal::new(0);
+
+/// A run's key in the lock space: its 128 bits folded to 64 (two runs that share a key only
+/// wait for each other).
+fn run_key(run: &Uuid) -> u64 {
+    let hi = u64::from_be_bytes(run.0[..8].try_into().unwrap_or_default());
+    let lo = u64::from_be_bytes(run.0[8..].try_into().unwrap_or_default());
+    hi ^ lo
+}
+
+/// The end of the transaction: what it knew of its runs, and how many it locked.
+pub fn end_of_transaction() {
+    forget_runs();
+    RUN_LOCKS.set(0);
 }
 
 /// The partitions of the trail's ring (`steps_00` .. `steps_23`) and their index on

@@ -79,6 +79,11 @@ sql_function! {
         }
         let n = as_owner(owner, || with_spi(|spi| {
             let _purging = PURGING.enter(());
+            // no step is written meanwhile: a step's lock on its run may be one of the lock
+            // manager's (catalog::RunLock), which this purge's writes of runs' rows would not
+            // wait for; steps wait for the purge instead, and then read their runs as it left
+            // them
+            run(spi, "LOCK TABLE pg_labels.runs IN EXCLUSIVE MODE", false)?;
             let start = MONTH_START
                 .execute(spi, &[pg_sys::TIMESTAMPTZOID], &[Some(cutoff)], true, 1)?
                 .must::<Timestamp>(0, 1)?;

@@ -30,7 +30,7 @@ unsafe extern "C-unwind" fn xact_callback(
     ) {
         let all: [&dyn Lower; 4] = [&DECIDING, &AUTHORIZING, &REVOKING, &PURGING];
         end_of_transaction(&all);
-        crate::platform::catalog::forget_runs();
+        crate::platform::catalog::end_of_transaction();
     }
 }
 

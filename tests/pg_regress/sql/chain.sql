@@ -206,3 +206,31 @@ RESET ROLE;
 REVOKE ALL ON pg_labels.runs, pg_labels.steps FROM regress_chain_nobody;
 REVOKE USAGE ON SCHEMA pg_labels FROM regress_chain_nobody;
 DROP ROLE regress_chain_nobody;
+
+-- a subtransaction that aborts takes its steps with it: the next step chains to the one before
+INSERT INTO pg_labels.runs (id, scope) VALUES ('e0000000-0000-0000-0000-000000000002', 'acme/platform');
+BEGIN;
+INSERT INTO pg_labels.steps (run_id, kind) VALUES ('e0000000-0000-0000-0000-000000000002', 'planned');
+SAVEPOINT before_input;
+INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('e0000000-0000-0000-0000-000000000002', 'input', '{origin:slack}');
+INSERT INTO pg_labels.steps (run_id, kind) VALUES ('e0000000-0000-0000-0000-000000000002', 'planned');
+ROLLBACK TO SAVEPOINT before_input;
+INSERT INTO pg_labels.steps (run_id, kind) VALUES ('e0000000-0000-0000-0000-000000000002', 'planned');
+COMMIT;
+SELECT intact, steps, (SELECT labels FROM pg_labels.runs WHERE id = 'e0000000-0000-0000-0000-000000000002') AS labels
+  FROM pg_labels.verify('e0000000-0000-0000-0000-000000000002');
+
+-- one transaction writing to more runs than it locks through the lock manager (32, seen in
+-- pg_locks as advisory locks with objsubid 20556): it locks the others' rows; every chain holds
+INSERT INTO pg_labels.runs (id, scope)
+SELECT ('e1000000-0000-0000-0000-' || lpad(r::text, 12, '0'))::uuid, 'acme/platform' FROM generate_series(1, 40) r;
+BEGIN;
+INSERT INTO pg_labels.steps (run_id, kind)
+SELECT id, 'planned' FROM pg_labels.runs WHERE id::text LIKE 'e1000000%' ORDER BY id;
+SELECT count(*) AS runs_locked_without_a_write FROM pg_locks
+ WHERE locktype = 'advisory' AND objsubid = 20556 AND pid = pg_backend_pid() AND granted;
+INSERT INTO pg_labels.steps (run_id, kind, labels)
+SELECT id, 'input', '{origin:slack}' FROM pg_labels.runs WHERE id::text LIKE 'e1000000%' ORDER BY id DESC;
+COMMIT;
+SELECT count(*) FILTER (WHERE v.intact) AS intact, count(*) AS runs, sum(v.steps) AS steps
+  FROM pg_labels.runs r, pg_labels.verify(r.id) v WHERE r.id::text LIKE 'e1000000%';
