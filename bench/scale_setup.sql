@@ -29,6 +29,8 @@ SELECT nextval('pg_labels.steps_id_seq'), md5('scale' || (1 + (i * 7919) %% %s))
        pg_labels.trail_slot(now()), sha256(int8send(i - 1)), sha256(int8send(i))
 FROM generate_series(%s::bigint, %s) i$q$, :runs, :steps, b * 1000000 + 1, least((b + 1) * 1000000, :steps))
 FROM bench_scale_batches ORDER BY b \gexec
+-- every run's row names the partition its steps are in, as the trigger leaves it
+UPDATE pg_labels.runs SET chain_slot = pg_labels.trail_slot(now());
 RESET session_replication_role;
 SELECT format($q$
 INSERT INTO bench_plain.steps (run_id, kind, tool, labels, args, decision, rule, reason, actor,
