@@ -649,7 +649,11 @@ mod tests {
         head: Hash,
         length: i64,
     ) -> Option<Break> {
-        let mut v = Verifier::new(start, 0, head, length);
+        check(Verifier::new(start, 0, head, length), rows)
+    }
+
+    /// Feed stored (id, prev, leaf, hash) rows to a verifier.
+    fn check(mut v: Verifier, rows: &[(i64, Hash, Hash, Hash)]) -> Option<Break> {
         for &(id, prev, leaf, hash) in rows {
             v.push(&Stored {
                 id,
@@ -822,16 +826,7 @@ mod tests {
         rows: &[(i64, Hash, Hash, Hash)],
         checkpoint: Hash,
     ) -> Option<Break> {
-        let mut v = Verifier::passing(start, 0, checkpoint);
-        for &(id, prev, leaf, hash) in rows {
-            v.push(&Stored {
-                id,
-                prev: Some(prev),
-                hash: Some(hash),
-                computed: Some(link(&prev, &leaf)),
-            });
-        }
-        v.finish()
+        check(Verifier::passing(start, 0, checkpoint), rows)
     }
 
     #[test]
