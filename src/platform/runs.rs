@@ -163,19 +163,17 @@ fn runs_open(call: &Call<'_>) -> Result<Datum> {
     // the run's chain starts from how it was opened (a table of release 0.1.0, until ALTER
     // EXTENSION UPDATE, has no chain)
     if let Ok([c_opened_labels, c_head, c_slot, c_cut, c_cut_length]) = CHAIN.of(&row) {
-        for (c, name) in [
-            (c_opened_labels, "opened_labels"),
-            (c_head, "chain_head"),
-            (c_slot, "chain_slot"),
-            (c_cut, "chain_cut"),
-            (c_cut_length, "chain_cut_length"),
+        const START: &str = "the start of the run's hash chain";
+        const CHECKPOINT: &str = "the checkpoint of the run's hash chain";
+        for (c, name, why) in [
+            (c_opened_labels, "opened_labels", START),
+            (c_head, "chain_head", CHECKPOINT),
+            (c_slot, "chain_slot", CHECKPOINT),
+            (c_cut, "chain_cut", START),
+            (c_cut_length, "chain_cut_length", START),
         ] {
             if row.datum(c).is_some() {
-                return Err(refuse_given(
-                    "runs",
-                    name,
-                    "the start of the run's hash chain",
-                ));
+                return Err(refuse_given("runs", name, why));
             }
         }
         let id = row.get::<Uuid>(c_id)?.unwrap_or_default();

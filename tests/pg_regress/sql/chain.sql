@@ -190,6 +190,7 @@ SET ROLE regress_chain_writer;
 INSERT INTO pg_labels.steps (run_id, kind, prev_hash) VALUES ('c0000000-0000-0000-0000-000000000001', 'input', '\x00');
 INSERT INTO pg_labels.runs (scope, opened_labels) VALUES ('acme', '{}');
 INSERT INTO pg_labels.runs (scope, chain_cut_length) VALUES ('acme', 0);
+INSERT INTO pg_labels.runs (scope, chain_slot) VALUES ('acme', 3);
 SELECT intact, steps, how FROM pg_labels.verify('c0000000-0000-0000-0000-000000000001');
 SELECT pg_labels.ledger_digest();
 RESET ROLE;
