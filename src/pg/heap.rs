@@ -199,12 +199,17 @@ impl Table {
     /// now: every committed row and every row it wrote itself, also earlier in this very
     /// command (PostgreSQL's `SnapshotSelf`). For a row whose writers are serialized by a lock
     /// the caller holds: no other writer's row can be in progress.
+    ///
+    /// `from`, when given, is a lower bound of the index's second key column (a `bigint`): only
+    /// entries at or above it are read, so the scan stops there instead of reading every entry
+    /// of `key` on the leaf page; `None` when no row at or above it is visible.
     pub fn probe_last<T>(
         &self,
         index: Oid,
         key: Datum,
         eq_proc: u32,
-        found: impl FnOnce(&Found<'_>) -> Result<T>,
+        from: Option<i64>,
+        found: impl Fn(&Found<'_>) -> Result<T>,
     ) -> Result<Option<T>> {
         struct Release(*mut pg_sys::TupleTableSlot);
         impl Drop for Release {
@@ -227,6 +232,7 @@ impl Table {
                 index,
                 key,
                 eq_proc,
+                from,
                 release.0,
                 snapshot,
                 pg_sys::ScanDirection::BackwardScanDirection,
@@ -241,6 +247,98 @@ impl Table {
             .map(Some),
             None => Ok(None),
         }
+    }
+
+    /// Can [`probe_last_paged`](Self::probe_last_paged) read `index` (see
+    /// [`crate::pg::btree::fits`])? Looked up in the catalogs: for the caller to keep.
+    pub fn index_fits(&self, index: Oid) -> bool {
+        // SAFETY: the index is opened, read and closed (its lock kept).
+        unsafe {
+            let idx = pg_sys::index_open(index, pg_sys::AccessShareLock as i32);
+            let fits = (*idx).rd_index.as_ref().map(|i| i.indrelid) == Some(self.oid())
+                && crate::pg::btree::fits(idx);
+            pg_sys::index_close(idx, pg_sys::NoLock as i32);
+            fits
+        }
+    }
+
+    /// [`probe_last`](Self::probe_last) for a btree `index` on `(uuid, bigint, ...)` (one
+    /// [`index_fits`](Self::index_fits) said yes to) and a uuid `key`: the index's pages are
+    /// read directly ([`crate::pg::btree`]) from the leaf page the key was found on last time
+    /// (`hint`, which keeps the page found now), and only the row of the key's greatest entry
+    /// is fetched. When the pages do not prove the answer, or that row is not visible (its
+    /// writer aborted, or it was deleted), it is [`probe_last`](Self::probe_last) with `from`.
+    /// When the greatest entry's second column is `known` (a row the caller knows to be
+    /// committed, and knows), no row is fetched: [`Paged::Known`].
+    pub fn probe_last_paged<T>(
+        &self,
+        index: Oid,
+        key: &[u8; 16],
+        from: Option<i64>,
+        known: Option<i64>,
+        hint: &mut Option<PageHint>,
+        found: impl Fn(&Found<'_>) -> Result<T>,
+    ) -> Result<Paged<T>> {
+        use crate::pg::btree::{last_entry, Last};
+        // SAFETY: the index is opened (locked to the end of the transaction) around the read
+        // of its pages; the hint is used only for the file it was found in (a btree's file
+        // never shrinks: it is replaced whole when rewritten).
+        let last = unsafe {
+            let idx = pg_sys::index_open(index, pg_sys::AccessShareLock as i32);
+            let file = (*(*idx).rd_rel).relfilenode;
+            let start = hint
+                .filter(|h| h.index == index && h.file == file)
+                .map(|h| h.block);
+            let last = last_entry(idx, key, start);
+            pg_sys::index_close(idx, pg_sys::NoLock as i32);
+            if let Last::Entry { block, .. } = last {
+                *hint = Some(PageHint { index, file, block });
+            }
+            last
+        };
+        let by_scan = |found| {
+            self.probe_last(
+                index,
+                Datum::from(key.as_ptr()),
+                pg_sys::F_UUID_EQ,
+                from,
+                found,
+            )
+            .map(Paged::Found)
+        };
+        let mut tid = match last {
+            Last::None => return Ok(Paged::Found(None)),
+            Last::Entry { id, .. } if Some(id) == known => return Ok(Paged::Known),
+            Last::Entry { tid, .. } => tid,
+            Last::Unknown => return by_scan(found),
+        };
+        struct Release(*mut pg_sys::TupleTableSlot);
+        impl Drop for Release {
+            fn drop(&mut self) {
+                // SAFETY: made below, released once.
+                unsafe { pg_sys::ExecDropSingleTupleTableSlot(self.0) }
+            }
+        }
+        // SAFETY: a slot made for the open relation (released by Release); the place comes
+        // from an index entry of this relation (its row not vacuumed away while the entry
+        // stands); SnapshotSelf as in probe_last.
+        let (release, snapshot, visible) = unsafe {
+            let release = Release(pg_sys::table_slot_create(self.rel, std::ptr::null_mut()));
+            let snapshot = &raw mut pg_sys::SnapshotSelfData;
+            let visible =
+                pg_sys::table_tuple_fetch_row_version(self.rel, &mut tid, snapshot, release.0);
+            (release, snapshot, visible)
+        };
+        if !visible {
+            drop(release);
+            return by_scan(found);
+        }
+        found(&Found {
+            table: self,
+            slot: release.0,
+            snapshot,
+        })
+        .map(|t| Paged::Found(Some(t)))
     }
 
     /// A slot and a snapshot for `search`, which fills the slot with a row or finds none;
@@ -308,6 +406,7 @@ impl Table {
                 index,
                 key,
                 eq_proc,
+                None,
                 slot,
                 snapshot,
                 pg_sys::ScanDirection::ForwardScanDirection,
@@ -315,16 +414,19 @@ impl Table {
         }
     }
 
-    /// [`index_fetch`](Self::index_fetch) in either direction.
+    /// [`index_fetch`](Self::index_fetch) in either direction, with a lower bound `from` of
+    /// the index's second key column (a `bigint`), if given.
     ///
     /// # Safety
     ///
-    /// As for `index_fetch`.
+    /// As for `index_fetch`; with `from`, the index's second key column is a `bigint`.
+    #[allow(clippy::too_many_arguments)]
     unsafe fn index_scan(
         &self,
         index: Oid,
         key: Datum,
         eq_proc: u32,
+        from: Option<i64>,
         slot: *mut pg_sys::TupleTableSlot,
         snapshot: pg_sys::Snapshot,
         direction: pg_sys::ScanDirection::Type,
@@ -333,9 +435,12 @@ impl Table {
         // index_fetch callers do.
         unsafe {
             let idx = pg_sys::index_open(index, pg_sys::AccessShareLock as i32);
-            let mut skey = pg_sys::ScanKeyData::default();
+            let mut skeys = [
+                pg_sys::ScanKeyData::default(),
+                pg_sys::ScanKeyData::default(),
+            ];
             pg_sys::ScanKeyEntryInitialize(
-                &mut skey,
+                &mut skeys[0],
                 0,
                 1,
                 pg_sys::BTEqualStrategyNumber as u16,
@@ -344,8 +449,22 @@ impl Table {
                 Oid::from(eq_proc),
                 key,
             );
-            let scan = crate::pg::compat::index_beginscan(self.rel, idx, snapshot, 1, 0);
-            pg_sys::index_rescan(scan, &mut skey, 1, std::ptr::null_mut(), 0);
+            let mut nkeys = 1;
+            if let Some(from) = from {
+                pg_sys::ScanKeyEntryInitialize(
+                    &mut skeys[1],
+                    0,
+                    2,
+                    pg_sys::BTGreaterEqualStrategyNumber as u16,
+                    Oid::INVALID,
+                    *(*idx).rd_indcollation.add(1),
+                    Oid::from(pg_sys::F_INT8GE),
+                    Datum::from(from),
+                );
+                nkeys = 2;
+            }
+            let scan = crate::pg::compat::index_beginscan(self.rel, idx, snapshot, nkeys, 0);
+            pg_sys::index_rescan(scan, skeys.as_mut_ptr(), nkeys, std::ptr::null_mut(), 0);
             // index_getnext_slot, keeping the place the entry points at (the start of the
             // row's chain of versions: the fetch moves xs_heaptid to the version it found,
             // which a later update of the row leaves behind)
@@ -426,6 +545,22 @@ impl Table {
             hit
         }
     }
+}
+
+/// What [`Table::probe_last_paged`] found: the row (or none), or that the greatest entry is the
+/// one the caller knows.
+pub enum Paged<T> {
+    Found(Option<T>),
+    Known,
+}
+
+/// Where a key's entries were found in an index (see [`Table::probe_last_paged`]): the leaf
+/// page, in the index's file of then.
+#[derive(Clone, Copy, Debug)]
+pub struct PageHint {
+    index: Oid,
+    file: Oid,
+    block: u32,
 }
 
 /// A page of a row updated in place is pruned when less room than this is left (more than a

@@ -3,6 +3,7 @@
 //! access, the trigger protocol, backend-local state, datum conversions, and version
 //! differences. Every `unsafe` block of the crate that is not a type's datum access lives here.
 
+pub mod btree;
 pub mod catch;
 pub mod citus;
 pub mod compat;

@@ -24,7 +24,7 @@ use crate::pg::citus;
 use crate::pg::datum::{Bytea, Timestamp, Uuid};
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
 use crate::pg::fmgr::external_id;
-use crate::pg::heap::{Held, RowLock, Table, Tid};
+use crate::pg::heap::{Held, PageHint, Paged, RowLock, Table, Tid};
 use crate::pg::local::BackendLocal;
 use crate::pg::lock::ObjectLock;
 use crate::pg::trigger::{col, platform_schema, Columns, Op, Spec, Timing, Trigger};
@@ -238,6 +238,8 @@ struct KeptRun {
     labels: Rc<RunLabels>,
     head: chain::Hash,
     slot: Option<i16>,
+    /// The id of the last step this transaction wrote to it (`head` is its hash).
+    last: Option<i64>,
 }
 static KEPT: BackendLocal<Option<Kept>> = BackendLocal::new(None);
 /// How many runs a transaction keeps (a bulk write over more reads the others again).
@@ -249,7 +251,7 @@ pub fn forget_runs() {
 }
 
 impl LockedRun {
-    /// Move the run's chain on to a step's hash (`head`, of a step in ring partition `slot`),
+    /// Move the run's chain on to a step's hash (`head`, of step `id` in ring partition `slot`),
     /// and, when the step brought new labels, write what the run carries now (`carried`).
     /// The run's row is written only when its labels grow or the step is the first of the run
     /// in another partition than its checkpoint's (`chain_slot`: every step after the row's
@@ -260,16 +262,23 @@ impl LockedRun {
     pub fn advance(
         &self,
         head: &chain::Hash,
+        id: i64,
         carried: Option<&[u8]>,
         slot: Option<i16>,
     ) -> Result<bool> {
         let Some(c) = &self.chain else {
             return Ok(true);
         };
+        if self.locked {
+            saw_step(&self.run, |s| s.id = Some(id));
+        }
         // (on a Citus shard the row keeps the head itself: no probe of the trail there)
         let write = on_shard() || carried.is_some() || slot != c.slot;
         if !write {
-            keep(self.table.oid(), &self.run, |k| k.head = *head);
+            keep(self.table.oid(), &self.run, |k| {
+                k.head = *head;
+                k.last = Some(id);
+            });
             return Ok(true);
         }
         let [c_head, c_slot] = c.columns;
@@ -291,12 +300,7 @@ impl LockedRun {
                 fetched = fetch_run(&self.table, self.pkey, self.columns[0], &self.run, |f| {
                     Ok(f.hold())
                 })?
-                .ok_or_else(|| {
-                    Error::new(
-                        crate::pg::error::SERIALIZATION_FAILURE,
-                        "could not serialize access to a run being changed concurrently",
-                    )
-                })?;
+                .ok_or_else(changed_concurrently)?;
                 &fetched
             }
         };
@@ -319,6 +323,7 @@ impl LockedRun {
             });
             keep(self.table.oid(), &self.run, |k| {
                 k.head = *head;
+                k.last = Some(id);
                 k.slot = slot;
                 if let Some(labels) = carried {
                     k.labels = Rc::new(RunLabels::new(labels.to_vec(), &k.scope));
@@ -328,13 +333,18 @@ impl LockedRun {
         let written = written.is_some();
         if !written && self.locked {
             // cannot happen: a locked row is written by no one else
-            return Err(Error::new(
-                crate::pg::error::SERIALIZATION_FAILURE,
-                "could not serialize access to a run being changed concurrently",
-            ));
+            return Err(changed_concurrently());
         }
         Ok(written)
     }
+}
+
+/// A run's row gone or written by another transaction under a lock this one holds.
+fn changed_concurrently() -> Error {
+    Error::new(
+        crate::pg::error::SERIALIZATION_FAILURE,
+        "could not serialize access to a run being changed concurrently",
+    )
 }
 
 /// Change what this transaction keeps of a run, if it keeps it.
@@ -579,6 +589,7 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
                     labels: labels.clone(),
                     head,
                     slot,
+                    last: None,
                 },
             );
         });
@@ -629,18 +640,63 @@ fn run_key(run: &Uuid) -> u64 {
     hi ^ lo
 }
 
-/// The end of the transaction: what it knew of its runs, and how many it locked.
-pub fn end_of_transaction() {
+/// The end of the transaction: what it knew of its runs, and how many it locked. When it
+/// committed, the last step it wrote to each run it kept is remembered (see [`Seen::mine`]).
+pub fn end_of_transaction(committed: bool) {
+    if committed {
+        if let Some(kept) = KEPT.with(|k| k.take()) {
+            for (run, r) in kept.runs {
+                if let Some(id) = r.last {
+                    saw_step(&run, |s| s.mine = Some((id, r.head)));
+                }
+            }
+        }
+    }
     forget_runs();
     RUN_LOCKS.set(0);
 }
 
 /// The partitions of the trail's ring (`steps_00` .. `steps_23`) and their index on
 /// `(run_id, id)`, found by name and kept while no relation changes.
-static RING: BackendLocal<(u64, Oid, Vec<(i16, Oid, Oid)>)> =
+/// Each with whether [`Table::probe_last_paged`] can read that index.
+static RING: BackendLocal<(u64, Oid, Vec<RingPart>)> =
     BackendLocal::new((0, Oid::INVALID, Vec::new()));
+/// A partition of the ring: its slot, its oid, its `(run_id, id)` index and whether that
+/// index's pages can be read directly.
+type RingPart = (i16, Oid, Oid, bool);
 
-static STEP_HASH: Columns<1> = Columns::new([col::<Bytea>(c"hash")]);
+static STEP_HASH: Columns<2> = Columns::new([col::<i64>(c"id"), col::<Bytea>(c"hash")]);
+
+/// The id of a recent step of each run this backend saw (wrote, or found last in a probe),
+/// across transactions: a lower bound of the run's last step's id (ids grow in a run's
+/// decision order), so that a probe reads only the entries from there on. Only a filter: when
+/// no step at or above it is found (its transaction aborted, or a purge removed it), the run is
+/// probed in full again.
+/// With it, the leaf page of the index where the run's last step was found (see
+/// [`Table::probe_last_paged`]), where the search starts next time.
+static SEEN_STEPS: BackendLocal<Option<HashMap<Uuid, Seen>>> = BackendLocal::new(None);
+#[derive(Clone, Copy, Default)]
+struct Seen {
+    id: Option<i64>,
+    page: Option<PageHint>,
+    /// The last step this backend wrote to the run in a transaction that committed: its id
+    /// and hash. When the index shows it still last, the run's head is its hash, with no row
+    /// read.
+    mine: Option<(i64, chain::Hash)>,
+}
+/// How many runs a backend remembers a step of.
+const SEEN_STEPS_KEPT: usize = 65536;
+
+/// Remember what was seen of `run`'s steps (see [`SEEN_STEPS`]).
+fn saw_step(run: &Uuid, f: impl FnOnce(&mut Seen)) {
+    SEEN_STEPS.with(|s| {
+        let s = s.get_or_insert_with(HashMap::new);
+        if s.len() >= SEEN_STEPS_KEPT {
+            s.clear();
+        }
+        f(s.entry(*run).or_default());
+    });
+}
 
 /// The hash of the run's last step in ring partition `slot` (`None`: it has none there),
 /// as this transaction sees the trail now, under the run's lock.
@@ -652,9 +708,9 @@ fn last_step(namespace: Oid, slot: i16, run: &Uuid) -> Result<Option<chain::Hash
             *ns = namespace;
             v.clear();
         }
-        v.iter().find(|e| e.0 == slot).map(|e| (e.1, e.2))
+        v.iter().find(|e| e.0 == slot).map(|e| (e.1, e.2, e.3))
     });
-    let (part, index) = match kept {
+    let (part, index, fits) = match kept {
         Some(k) => k,
         None => {
             let name =
@@ -668,20 +724,46 @@ fn last_step(namespace: Oid, slot: i16, run: &Uuid) -> Result<Option<chain::Hash
             let index = t
                 .btree_on(&[r, i])
                 .ok_or_else(|| missing("steps_run_idx"))?;
-            RING.with(|(_, _, v)| v.push((slot, t.oid(), index)));
-            (t.oid(), index)
+            let fits = t.index_fits(index);
+            RING.with(|(_, _, v)| v.push((slot, t.oid(), index, fits)));
+            (t.oid(), index, fits)
         }
     };
     let Some(t) = Table::open(part, pg_sys::AccessShareLock)? else {
         return Ok(None);
     };
-    let [c_hash] = t.columns(&STEP_HASH)?;
-    let found = t.probe_last(index, run.datum(), pg_sys::F_UUID_EQ, |f| {
-        f.get::<Bytea>(c_hash)?
+    let [c_id, c_hash] = t.columns(&STEP_HASH)?;
+    let read = |f: &crate::pg::heap::Found<'_>| -> Result<(i64, chain::Hash)> {
+        let hash = f
+            .get::<Bytea>(c_hash)?
             .and_then(|b| b.0.try_into().ok())
-            .ok_or_else(|| unchained(run))
-    })?;
-    Ok(found)
+            .ok_or_else(|| unchained(run))?;
+        Ok((f.get::<i64>(c_id)?.unwrap_or_default(), hash))
+    };
+    let mut seen = SEEN_STEPS
+        .with(|s| s.as_ref().and_then(|s| s.get(run).copied()))
+        .unwrap_or_default();
+    let mut found = None;
+    if fits {
+        let known = seen.mine.map(|m| m.0);
+        found = match t.probe_last_paged(index, &run.0, seen.id, known, &mut seen.page, read)? {
+            Paged::Found(f) => f,
+            Paged::Known => seen.mine,
+        };
+    } else if seen.id.is_some() {
+        found = t.probe_last(index, run.datum(), pg_sys::F_UUID_EQ, seen.id, read)?;
+    }
+    if found.is_none() && seen.id.is_some() {
+        // nothing at or above the step seen last: the run is probed in full
+        found = t.probe_last(index, run.datum(), pg_sys::F_UUID_EQ, None, read)?;
+    }
+    saw_step(run, |s| {
+        s.page = seen.page;
+        if let Some((id, _)) = found {
+            s.id = Some(id);
+        }
+    });
+    Ok(found.map(|(_, hash)| hash))
 }
 
 /// A run whose row holds no hash chain: written around the triggers.

@@ -30,7 +30,7 @@ unsafe extern "C-unwind" fn xact_callback(
     ) {
         let all: [&dyn Lower; 4] = [&DECIDING, &AUTHORIZING, &REVOKING, &PURGING];
         end_of_transaction(&all);
-        crate::platform::catalog::end_of_transaction();
+        crate::platform::catalog::end_of_transaction(event == pg_sys::XactEvent::XACT_EVENT_COMMIT);
     }
 }
 

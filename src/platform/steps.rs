@@ -467,7 +467,7 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
             });
             let hash = chain::link(&state.head, &leaf);
             let slot = c.slot.map(|_| step::trail_slot(now.0));
-            if !run.advance(&hash, carried.as_deref(), slot)? {
+            if !run.advance(&hash, id, carried.as_deref(), slot)? {
                 // another step of the run was written first: decide again on the run locked
                 lock = true;
                 continue;
