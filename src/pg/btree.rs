@@ -261,7 +261,7 @@ unsafe fn item(page: *const u8, offset: usize) -> Option<Item> {
     }
 }
 
-/// The number of line pointers of a page.
+/// The number of line pointers of a page (none, for a header that does not fit the page).
 ///
 /// # Safety
 ///
@@ -269,6 +269,9 @@ unsafe fn item(page: *const u8, offset: usize) -> Option<Item> {
 unsafe fn max_offset(page: *const u8) -> usize {
     // SAFETY: pd_lower is the end of the line pointer array.
     let lower = unsafe { (*(page as *const pg_sys::PageHeaderData)).pd_lower } as usize;
+    if lower > BLOCK {
+        return 0;
+    }
     lower.saturating_sub(PAGE_HEADER) / std::mem::size_of::<pg_sys::ItemIdData>()
 }
 

@@ -200,9 +200,10 @@ impl Table {
     /// command (PostgreSQL's `SnapshotSelf`). For a row whose writers are serialized by a lock
     /// the caller holds: no other writer's row can be in progress.
     ///
-    /// `from`, when given, is a lower bound of the index's second key column (a `bigint`): only
-    /// entries at or above it are read, so the scan stops there instead of reading every entry
-    /// of `key` on the leaf page; `None` when no row at or above it is visible.
+    /// `from`, when given, is a likely lower bound of the index's second key column (a
+    /// `bigint`): entries at or above it are read first, so the scan stops there instead of
+    /// reading every entry of `key` on the leaf page; when no row at or above it is visible,
+    /// every entry is.
     pub fn probe_last<T>(
         &self,
         index: Oid,
@@ -245,6 +246,10 @@ impl Table {
                 snapshot,
             })
             .map(Some),
+            None if from.is_some() => {
+                drop(release);
+                self.probe_last(index, key, eq_proc, None, found)
+            }
             None => Ok(None),
         }
     }

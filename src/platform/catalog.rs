@@ -667,17 +667,16 @@ type RingPart = (i16, Oid, Oid, bool);
 
 static STEP_HASH: Columns<2> = Columns::new([col::<i64>(c"id"), col::<Bytea>(c"hash")]);
 
-/// The id of a recent step of each run this backend saw (wrote, or found last in a probe),
-/// across transactions: a lower bound of the run's last step's id (ids grow in a run's
-/// decision order), so that a probe reads only the entries from there on. Only a filter: when
-/// no step at or above it is found (its transaction aborted, or a purge removed it), the run is
-/// probed in full again.
-/// With it, the leaf page of the index where the run's last step was found (see
-/// [`Table::probe_last_paged`]), where the search starts next time.
+/// What this backend saw of each run's steps, across transactions (see [`Seen`]).
 static SEEN_STEPS: BackendLocal<Option<HashMap<Uuid, Seen>>> = BackendLocal::new(None);
 #[derive(Clone, Copy, Default)]
 struct Seen {
+    /// The id of a recent step of the run (one it wrote, or found last): a likely lower bound
+    /// of its last step's id (ids grow in a run's decision order), from which PostgreSQL's
+    /// index scan reads (its transaction may have aborted since: the scan then reads all).
     id: Option<i64>,
+    /// The leaf page of the trail's index where the run's last step was found, where the next
+    /// search starts (see [`Table::probe_last_paged`]).
     page: Option<PageHint>,
     /// The last step this backend wrote to the run in a transaction that committed: its id
     /// and hash. When the index shows it still last, the run's head is its hash, with no row
@@ -743,19 +742,15 @@ fn last_step(namespace: Oid, slot: i16, run: &Uuid) -> Result<Option<chain::Hash
     let mut seen = SEEN_STEPS
         .with(|s| s.as_ref().and_then(|s| s.get(run).copied()))
         .unwrap_or_default();
-    let mut found = None;
+    let found;
     if fits {
         let known = seen.mine.map(|m| m.0);
         found = match t.probe_last_paged(index, &run.0, seen.id, known, &mut seen.page, read)? {
             Paged::Found(f) => f,
             Paged::Known => seen.mine,
         };
-    } else if seen.id.is_some() {
+    } else {
         found = t.probe_last(index, run.datum(), pg_sys::F_UUID_EQ, seen.id, read)?;
-    }
-    if found.is_none() && seen.id.is_some() {
-        // nothing at or above the step seen last: the run is probed in full
-        found = t.probe_last(index, run.datum(), pg_sys::F_UUID_EQ, None, read)?;
     }
     saw_step(run, |s| {
         s.page = seen.page;
