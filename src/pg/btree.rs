@@ -46,8 +46,8 @@ struct Meta {
     fastlevel: u32,
 }
 const MAGIC: u32 = 0x053162;
-/// Version 4: heap TIDs as the last key column, pivot tuples that say how many columns they
-/// keep.
+/// Version 4 (the only one read): heap TIDs as the last key column, pivot tuples that say how
+/// many columns they keep.
 const VERSION: u32 = 4;
 const P_NONE: u32 = 0;
 const BTP_LEAF: u16 = 1 << 0;
@@ -126,9 +126,9 @@ pub unsafe fn last_entry(idx: pg_sys::Relation, key: &[u8; 16], hint: Option<u32
     // SAFETY: the caller's guarantee; the metapage is block 0.
     let root = unsafe {
         with_page(idx, 0, |page| {
-            let meta = &*(page.add(PAGE_HEADER) as *const Meta);
+            let meta = std::ptr::read_unaligned(page.add(PAGE_HEADER) as *const Meta);
             let opaque = opaque(page);
-            if (*opaque).flags & BTP_META == 0 || meta.magic != MAGIC || meta.version < VERSION {
+            if opaque.flags & BTP_META == 0 || meta.magic != MAGIC || meta.version != VERSION {
                 None
             } else {
                 Some(meta.fastroot)
@@ -166,28 +166,37 @@ unsafe fn with_page<T>(idx: pg_sys::Relation, block: u32, f: impl FnOnce(*const 
     }
 }
 
-/// A page's btree special space.
+/// A copy of a page's header (read as bytes: other backends may set hint bits in a page we
+/// share-lock).
+///
+/// # Safety
+///
+/// `page` is a locked page.
+unsafe fn header(page: *const u8) -> pg_sys::PageHeaderData {
+    // SAFETY: a page starts with its header.
+    unsafe { std::ptr::read_unaligned(page as *const pg_sys::PageHeaderData) }
+}
+
+/// A copy of a page's btree special space.
 ///
 /// # Safety
 ///
 /// `page` is a locked page of a btree.
-unsafe fn opaque(page: *const u8) -> *const PageOpaque {
+unsafe fn opaque(page: *const u8) -> PageOpaque {
     // SAFETY: pd_special is the offset of the special space, checked to leave room for it.
     unsafe {
-        let header = &*(page as *const pg_sys::PageHeaderData);
-        let special = header.pd_special as usize;
+        let special = header(page).pd_special as usize;
         if special + std::mem::size_of::<PageOpaque>() > BLOCK || special < PAGE_HEADER {
             // not a btree page: read as one whose flags say "deleted" (skipped)
-            static BROKEN: PageOpaque = PageOpaque {
+            return PageOpaque {
                 prev: P_NONE,
                 next: P_NONE,
                 level: 0,
                 flags: BTP_DELETED,
                 cycle: 0,
             };
-            return &BROKEN;
         }
-        page.add(special) as *const PageOpaque
+        std::ptr::read_unaligned(page.add(special) as *const PageOpaque)
     }
 }
 
@@ -214,7 +223,7 @@ unsafe fn item(page: *const u8, offset: usize) -> Option<Item> {
     // place and length are checked against the page before it is read.
     unsafe {
         let ids = page.add(PAGE_HEADER) as *const pg_sys::ItemIdData;
-        let lp = &*ids.add(offset - 1);
+        let lp = std::ptr::read_unaligned(ids.add(offset - 1));
         let (off, len) = (lp.lp_off() as usize, lp.lp_len() as usize);
         if off < PAGE_HEADER || len < FIRST || off + len > BLOCK {
             return None;
@@ -268,7 +277,7 @@ unsafe fn item(page: *const u8, offset: usize) -> Option<Item> {
 /// `page` is a locked page.
 unsafe fn max_offset(page: *const u8) -> usize {
     // SAFETY: pd_lower is the end of the line pointer array.
-    let lower = unsafe { (*(page as *const pg_sys::PageHeaderData)).pd_lower } as usize;
+    let lower = unsafe { header(page) }.pd_lower as usize;
     if lower > BLOCK {
         return 0;
     }
@@ -309,12 +318,11 @@ unsafe fn search(idx: pg_sys::Relation, key: &[u8; 16], mut block: u32, leaf_onl
 unsafe fn read(page: *const u8, key: &[u8; 16], block: u32, leaf_only: bool) -> Step {
     // SAFETY: the caller's guarantee; every tuple is read through `item`.
     unsafe {
-        let header = &*(page as *const pg_sys::PageHeaderData);
-        if header.pd_upper == 0 {
+        if header(page).pd_upper == 0 {
             // a new, empty page
             return Step::Done(Last::Unknown);
         }
-        let o = &*opaque(page);
+        let o = opaque(page);
         let rightmost = o.next == P_NONE;
         if o.flags & (BTP_DELETED | BTP_HALF_DEAD | BTP_META) != 0 {
             // deleted under the search: its right sibling took its keys
@@ -330,7 +338,11 @@ unsafe fn read(page: *const u8, key: &[u8; 16], block: u32, leaf_only: bool) -> 
         // the high key (the first tuple of every page but the rightmost of its level) bounds
         // the page's keys: when it is not above every entry of `key`, they go on to the right
         let first = if rightmost { 1 } else { 2 };
+        let max = max_offset(page);
         if !rightmost {
+            if max < 1 {
+                return Step::Done(Last::Unknown);
+            }
             let Some(high) = item(page, 1) else {
                 return Step::Done(Last::Unknown);
             };
@@ -341,7 +353,6 @@ unsafe fn read(page: *const u8, key: &[u8; 16], block: u32, leaf_only: bool) -> 
             }
         }
         // the first tuple whose key is above every entry of `key` (binary search: keys ascend)
-        let max = max_offset(page);
         let (mut lo, mut hi) = (first, max + 1);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;

@@ -187,3 +187,18 @@ pub unsafe fn insert_index_entries(
         );
     }
 }
+
+/// Was the relation's file made in this transaction (the relation created, or given a new
+/// file by TRUNCATE, REINDEX, ...)? A TRUNCATE then empties that file in place.
+///
+/// # Safety
+/// `rel` is an open relation.
+pub unsafe fn file_made_in_transaction(rel: pg_sys::Relation) -> bool {
+    // SAFETY: the caller's guarantee.
+    let r = unsafe { &*rel };
+    #[cfg(feature = "pg15")]
+    let first = r.rd_firstRelfilenodeSubid;
+    #[cfg(not(feature = "pg15"))]
+    let first = r.rd_firstRelfilelocatorSubid;
+    r.rd_createSubid != 0 || first != 0
+}

@@ -274,7 +274,11 @@ impl Table {
     /// is fetched. When the pages do not prove the answer, or that row is not visible (its
     /// writer aborted, or it was deleted), it is [`probe_last`](Self::probe_last) with `from`.
     /// When the greatest entry's second column is `known` (a row the caller knows to be
-    /// committed, and knows), no row is fetched: [`Paged::Known`].
+    /// committed, and knows), no row is fetched: [`Paged::Known`]. The row fetched is checked
+    /// by `is_it` (given the entry's second column) to be the entry's: the leaf page is no
+    /// longer pinned then, so VACUUM may have removed a dead entry and given its place to
+    /// another row meanwhile.
+    #[allow(clippy::too_many_arguments)]
     pub fn probe_last_paged<T>(
         &self,
         index: Oid,
@@ -282,17 +286,20 @@ impl Table {
         from: Option<i64>,
         known: Option<i64>,
         hint: &mut Option<PageHint>,
+        is_it: impl Fn(&Found<'_>, i64) -> Result<bool>,
         found: impl Fn(&Found<'_>) -> Result<T>,
     ) -> Result<Paged<T>> {
         use crate::pg::btree::{last_entry, Last};
         // SAFETY: the index is opened (locked to the end of the transaction) around the read
         // of its pages; the hint is used only for the file it was found in (a btree's file
-        // never shrinks: it is replaced whole when rewritten).
+        // never shrinks: it is replaced whole when rewritten, except by a TRUNCATE in the
+        // transaction that made the file, which empties it in place: then no hint is used).
         let last = unsafe {
             let idx = pg_sys::index_open(index, pg_sys::AccessShareLock as i32);
             let file = (*(*idx).rd_rel).relfilenode;
             let start = hint
                 .filter(|h| h.index == index && h.file == file)
+                .filter(|_| !crate::pg::compat::file_made_in_transaction(idx))
                 .map(|h| h.block);
             let last = last_entry(idx, key, start);
             pg_sys::index_close(idx, pg_sys::NoLock as i32);
@@ -311,10 +318,10 @@ impl Table {
             )
             .map(Paged::Found)
         };
-        let mut tid = match last {
+        let (mut tid, id) = match last {
             Last::None => return Ok(Paged::Found(None)),
             Last::Entry { id, .. } if Some(id) == known => return Ok(Paged::Known),
-            Last::Entry { tid, .. } => tid,
+            Last::Entry { tid, id, .. } => (tid, id),
             Last::Unknown => return by_scan(found),
         };
         struct Release(*mut pg_sys::TupleTableSlot);
@@ -334,16 +341,16 @@ impl Table {
                 pg_sys::table_tuple_fetch_row_version(self.rel, &mut tid, snapshot, release.0);
             (release, snapshot, visible)
         };
-        if !visible {
-            drop(release);
-            return by_scan(found);
-        }
-        found(&Found {
+        let row = Found {
             table: self,
             slot: release.0,
             snapshot,
-        })
-        .map(|t| Paged::Found(Some(t)))
+        };
+        if !visible || !is_it(&row, id)? {
+            drop(release);
+            return by_scan(found);
+        }
+        found(&row).map(|t| Paged::Found(Some(t)))
     }
 
     /// A slot and a snapshot for `search`, which fills the slot with a row or finds none;

@@ -644,10 +644,14 @@ fn run_key(run: &Uuid) -> u64 {
 /// committed, the last step it wrote to each run it kept is remembered (see [`Seen::mine`]).
 pub fn end_of_transaction(committed: bool) {
     if committed {
-        if let Some(kept) = KEPT.with(|k| k.take()) {
+        let generation = crate::pg::inval::generation();
+        if let Some(kept) = KEPT
+            .with(|k| k.take())
+            .filter(|k| k.generation == generation)
+        {
             for (run, r) in kept.runs {
                 if let Some(id) = r.last {
-                    saw_step(&run, |s| s.mine = Some((id, r.head)));
+                    saw_step(&run, |s| s.mine = Some((generation, id, r.head)));
                 }
             }
         }
@@ -665,7 +669,11 @@ static RING: BackendLocal<(u64, Oid, Vec<RingPart>)> =
 /// index's pages can be read directly.
 type RingPart = (i16, Oid, Oid, bool);
 
-static STEP_HASH: Columns<2> = Columns::new([col::<i64>(c"id"), col::<Bytea>(c"hash")]);
+static STEP_HASH: Columns<3> = Columns::new([
+    col::<i64>(c"id"),
+    col::<Bytea>(c"hash"),
+    col::<Uuid>(c"run_id"),
+]);
 
 /// What this backend saw of each run's steps, across transactions (see [`Seen`]).
 static SEEN_STEPS: BackendLocal<Option<HashMap<Uuid, Seen>>> = BackendLocal::new(None);
@@ -678,10 +686,11 @@ struct Seen {
     /// The leaf page of the trail's index where the run's last step was found, where the next
     /// search starts (see [`Table::probe_last_paged`]).
     page: Option<PageHint>,
-    /// The last step this backend wrote to the run in a transaction that committed: its id
-    /// and hash. When the index shows it still last, the run's head is its hash, with no row
-    /// read.
-    mine: Option<(i64, chain::Hash)>,
+    /// The last step this backend wrote to the run in a transaction that committed: the
+    /// invalidation generation then (see [`crate::pg::inval`]), its id and its hash. While no
+    /// relation changed since, when the index shows it still last, the run's head is its hash,
+    /// with no row read.
+    mine: Option<(u64, i64, chain::Hash)>,
 }
 /// How many runs a backend remembers a step of.
 const SEEN_STEPS_KEPT: usize = 65536;
@@ -731,7 +740,9 @@ fn last_step(namespace: Oid, slot: i16, run: &Uuid) -> Result<Option<chain::Hash
     let Some(t) = Table::open(part, pg_sys::AccessShareLock)? else {
         return Ok(None);
     };
-    let [c_id, c_hash] = t.columns(&STEP_HASH)?;
+    // (after the lock: the invalidations committed before it are read)
+    let generation = crate::pg::inval::generation();
+    let [c_id, c_hash, c_run] = t.columns(&STEP_HASH)?;
     let read = |f: &crate::pg::heap::Found<'_>| -> Result<(i64, chain::Hash)> {
         let hash = f
             .get::<Bytea>(c_hash)?
@@ -744,11 +755,18 @@ fn last_step(namespace: Oid, slot: i16, run: &Uuid) -> Result<Option<chain::Hash
         .unwrap_or_default();
     let found;
     if fits {
-        let known = seen.mine.map(|m| m.0);
-        found = match t.probe_last_paged(index, &run.0, seen.id, known, &mut seen.page, read)? {
-            Paged::Found(f) => f,
-            Paged::Known => seen.mine,
+        // the step this backend committed last, while no relation changed since (the trail
+        // may have been made again, and its ids started over)
+        let mine = seen.mine.filter(|m| m.0 == generation).map(|m| (m.1, m.2));
+        let is_it = |f: &crate::pg::heap::Found<'_>, id: i64| -> Result<bool> {
+            Ok(f.get::<Uuid>(c_run)?.as_ref() == Some(run) && f.get::<i64>(c_id)? == Some(id))
         };
+        let known = mine.map(|m| m.0);
+        found =
+            match t.probe_last_paged(index, &run.0, seen.id, known, &mut seen.page, is_it, read)? {
+                Paged::Found(f) => f,
+                Paged::Known => mine,
+            };
     } else {
         found = t.probe_last(index, run.datum(), pg_sys::F_UUID_EQ, seen.id, read)?;
     }
