@@ -79,7 +79,7 @@ pub unsafe fn fits(idx: pg_sys::Relation) -> bool {
     // SAFETY: the caller's guarantee: the relation's cached descriptor and index fields.
     unsafe {
         let rel = &*idx;
-        if (*rel.rd_rel).relam != Oid::from(pg_sys::BTREE_AM_OID)
+        if (*rel.rd_rel).relam != pg_sys::BTREE_AM_OID
             || rel.rd_index.is_null()
             || (*rel.rd_index).indnkeyatts < 2
             || rel.rd_opfamily.is_null()
@@ -93,7 +93,7 @@ pub unsafe fn fits(idx: pg_sys::Relation) -> bool {
             crate::pg::compat::attr(desc, 2),
         );
         let family = |t: Oid| {
-            let class = pg_sys::GetDefaultOpClass(t, Oid::from(pg_sys::BTREE_AM_OID));
+            let class = pg_sys::GetDefaultOpClass(t, pg_sys::BTREE_AM_OID);
             (class != Oid::INVALID).then(|| pg_sys::get_opclass_family(class))
         };
         a.atttypid == pg_sys::UUIDOID

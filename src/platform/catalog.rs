@@ -753,8 +753,7 @@ fn last_step(namespace: Oid, slot: i16, run: &Uuid) -> Result<Option<chain::Hash
     let mut seen = SEEN_STEPS
         .with(|s| s.as_ref().and_then(|s| s.get(run).copied()))
         .unwrap_or_default();
-    let found;
-    if fits {
+    let found = if fits {
         // the step this backend committed last, while no relation changed since (the trail
         // may have been made again, and its ids started over)
         let mine = seen.mine.filter(|m| m.0 == generation).map(|m| (m.1, m.2));
@@ -762,14 +761,13 @@ fn last_step(namespace: Oid, slot: i16, run: &Uuid) -> Result<Option<chain::Hash
             Ok(f.get::<Uuid>(c_run)?.as_ref() == Some(run) && f.get::<i64>(c_id)? == Some(id))
         };
         let known = mine.map(|m| m.0);
-        found =
-            match t.probe_last_paged(index, &run.0, seen.id, known, &mut seen.page, is_it, read)? {
-                Paged::Found(f) => f,
-                Paged::Known => mine,
-            };
+        match t.probe_last_paged(index, &run.0, seen.id, known, &mut seen.page, is_it, read)? {
+            Paged::Found(f) => f,
+            Paged::Known => mine,
+        }
     } else {
-        found = t.probe_last(index, run.datum(), pg_sys::F_UUID_EQ, seen.id, read)?;
-    }
+        t.probe_last(index, run.datum(), pg_sys::F_UUID_EQ, seen.id, read)?
+    };
     saw_step(run, |s| {
         s.page = seen.page;
         if let Some((id, _)) = found {
