@@ -269,9 +269,6 @@ impl LockedRun {
         let Some(c) = &self.chain else {
             return Ok(true);
         };
-        if self.locked {
-            saw_step(&self.run, |s| s.id = Some(id));
-        }
         // (on a Citus shard the row keeps the head itself: no probe of the trail there)
         let write = on_shard() || carried.is_some() || slot != c.slot;
         if !write {
@@ -651,7 +648,10 @@ pub fn end_of_transaction(committed: bool) {
         {
             for (run, r) in kept.runs {
                 if let Some(id) = r.last {
-                    saw_step(&run, |s| s.mine = Some((generation, id, r.head)));
+                    saw_step(&run, |s| {
+                        s.id = Some(id);
+                        s.mine = Some((generation, id, r.head));
+                    });
                 }
             }
         }
@@ -679,9 +679,10 @@ static STEP_HASH: Columns<3> = Columns::new([
 static SEEN_STEPS: BackendLocal<Option<HashMap<Uuid, Seen>>> = BackendLocal::new(None);
 #[derive(Clone, Copy, Default)]
 struct Seen {
-    /// The id of a recent step of the run (one it wrote, or found last): a likely lower bound
-    /// of its last step's id (ids grow in a run's decision order), from which PostgreSQL's
-    /// index scan reads (its transaction may have aborted since: the scan then reads all).
+    /// The id of a recent step of the run (the last one it wrote in a transaction that
+    /// committed, or found last): a lower bound of its last step's id (ids grow in a run's
+    /// decision order), from which PostgreSQL's index scan reads (if that step is gone, the
+    /// scan then reads all).
     id: Option<i64>,
     /// The leaf page of the trail's index where the run's last step was found, where the next
     /// search starts (see [`Table::probe_last_paged`]).
