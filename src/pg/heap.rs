@@ -212,21 +212,7 @@ impl Table {
         from: Option<i64>,
         found: impl Fn(&Found<'_>) -> Result<T>,
     ) -> Result<Option<T>> {
-        struct Release(*mut pg_sys::TupleTableSlot);
-        impl Drop for Release {
-            fn drop(&mut self) {
-                // SAFETY: made by probe_last, released once.
-                unsafe { pg_sys::ExecDropSingleTupleTableSlot(self.0) }
-            }
-        }
-        // SAFETY: a slot made for the open relation (released by Release); SnapshotSelf is
-        // PostgreSQL's static snapshot, which needs no registration.
-        let (release, snapshot) = unsafe {
-            (
-                Release(pg_sys::table_slot_create(self.rel, std::ptr::null_mut())),
-                &raw mut pg_sys::SnapshotSelfData,
-            )
-        };
+        let (release, snapshot) = (self.own_slot(), self_snapshot());
         // SAFETY: as in probe, scanning backward.
         let hit = unsafe {
             self.index_scan(
@@ -324,22 +310,11 @@ impl Table {
             Last::Entry { tid, id, .. } => (tid, id),
             Last::Unknown => return by_scan(found),
         };
-        struct Release(*mut pg_sys::TupleTableSlot);
-        impl Drop for Release {
-            fn drop(&mut self) {
-                // SAFETY: made below, released once.
-                unsafe { pg_sys::ExecDropSingleTupleTableSlot(self.0) }
-            }
-        }
-        // SAFETY: a slot made for the open relation (released by Release); the place comes
-        // from an index entry of this relation (its row not vacuumed away while the entry
-        // stands); SnapshotSelf as in probe_last.
-        let (release, snapshot, visible) = unsafe {
-            let release = Release(pg_sys::table_slot_create(self.rel, std::ptr::null_mut()));
-            let snapshot = &raw mut pg_sys::SnapshotSelfData;
-            let visible =
-                pg_sys::table_tuple_fetch_row_version(self.rel, &mut tid, snapshot, release.0);
-            (release, snapshot, visible)
+        let (release, snapshot) = (self.own_slot(), self_snapshot());
+        // SAFETY: a slot made for the open relation; the place comes from an index entry of
+        // this relation (its row not vacuumed away while the entry stands).
+        let visible = unsafe {
+            pg_sys::table_tuple_fetch_row_version(self.rel, &mut tid, snapshot, release.0)
         };
         let row = Found {
             table: self,
@@ -557,6 +532,29 @@ impl Table {
             hit
         }
     }
+}
+
+/// A slot made for one table, dropped with this.
+struct OwnSlot(*mut pg_sys::TupleTableSlot);
+
+impl Drop for OwnSlot {
+    fn drop(&mut self) {
+        // SAFETY: made by Table::own_slot, released once.
+        unsafe { pg_sys::ExecDropSingleTupleTableSlot(self.0) }
+    }
+}
+
+impl Table {
+    /// A slot for this table's rows.
+    fn own_slot(&self) -> OwnSlot {
+        // SAFETY: the relation is open.
+        OwnSlot(unsafe { pg_sys::table_slot_create(self.rel, std::ptr::null_mut()) })
+    }
+}
+
+/// PostgreSQL's `SnapshotSelf` (static: it needs no registration).
+fn self_snapshot() -> pg_sys::Snapshot {
+    &raw mut pg_sys::SnapshotSelfData
 }
 
 /// What [`Table::probe_last_paged`] found: the row (or none), or that the greatest entry is the
