@@ -508,9 +508,35 @@ impl<'a> Tuple<'a> {
 
     /// The row with some columns replaced (`None`: NULL), as a row trigger's return value.
     pub fn modified(&self, changes: &[(i32, Option<Datum>)]) -> Datum {
-        // SAFETY: the columns were resolved against this descriptor and the values are datums
-        // of their types (built by the callers for these columns).
-        Datum::from(unsafe { modify_tuple(self.tuple, self.desc, changes) })
+        let Some((values, nulls)) = self.deformed.get().filter(|_| !self.tuple.is_null()) else {
+            // SAFETY: the columns were resolved against this descriptor and the values are
+            // datums of their types (built by the callers for these columns).
+            return Datum::from(unsafe { modify_tuple(self.tuple, self.desc, changes) });
+        };
+        // The row's columns are taken apart already: formed again from them with the changes
+        // (what heap_modify_tuple_by_cols does, without taking the row apart a second time).
+        let mut values = values.clone();
+        let mut nulls = nulls.clone();
+        for (col, value) in changes {
+            let Some(i) = usize::try_from(*col).ok().and_then(|c| c.checked_sub(1)) else {
+                continue;
+            };
+            if i < values.len() {
+                values[i] = value.unwrap_or(Datum::from(0usize));
+                nulls[i] = value.is_none();
+            }
+        }
+        // SAFETY: values and nulls have natts entries of this descriptor's types (the row's
+        // own, or the callers' datums for their columns); the new tuple keeps the original's
+        // identity fields, as heap_modify_tuple_by_cols does.
+        unsafe {
+            let formed =
+                pg_sys::heap_form_tuple(self.desc, values.as_mut_ptr(), nulls.as_mut_ptr());
+            (*(*formed).t_data).t_ctid = (*(*self.tuple).t_data).t_ctid;
+            (*formed).t_self = (*self.tuple).t_self;
+            (*formed).t_tableOid = (*self.tuple).t_tableOid;
+            Datum::from(formed)
+        }
     }
 
     /// The tuple itself, as a row trigger's return value.

@@ -357,8 +357,9 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
         // ---- write ----
         // The id, taken under the run's lock: ids follow the order in which a run's steps were
         // decided.
-        let mut changes: Vec<(i32, Option<Datum>)> =
-            vec![(c.actor, Some(crate::pg::datum::text_datum(&actor)?))];
+        // (room for every column the trigger may fill: no reallocation per row)
+        let mut changes: Vec<(i32, Option<Datum>)> = Vec::with_capacity(16);
+        changes.push((c.actor, Some(crate::pg::datum::text_datum(&actor)?)));
         if on_shard {
             changes.push((c.created_at, Some(Datum::from(now.0))));
         }
