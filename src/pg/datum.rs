@@ -265,15 +265,22 @@ impl FromDatum<'_> for Jsonb {
     }
 }
 
+// jsonb's output function itself, a V1 function (pgrx binds it without the C calling
+// convention).
+unsafe extern "C-unwind" {
+    fn jsonb_out(fcinfo: pg_sys::FunctionCallInfo) -> Datum;
+}
+
 impl Jsonb {
-    /// The text form, by jsonb's output function.
+    /// The text form, by jsonb's output function (called directly: no catalog lookup of it).
     pub fn text(self) -> String {
-        // SAFETY: self.0 is a jsonb datum (FromDatum checked the type).
+        // SAFETY: self.0 is a jsonb datum (FromDatum checked the type); jsonb_out returns a
+        // palloc'd cstring.
         unsafe {
-            let (mut out, mut varlena) = (Oid::INVALID, false);
-            pg_sys::getTypeOutputInfo(pg_sys::JSONBOID, &mut out, &mut varlena);
-            let p = pg_sys::OidOutputFunctionCall(out, self.0);
-            CStr::from_ptr(p).to_string_lossy().into_owned()
+            let p = pg_sys::DirectFunctionCall1Coll(Some(jsonb_out), Oid::INVALID, self.0);
+            CStr::from_ptr(p.cast_mut_ptr())
+                .to_string_lossy()
+                .into_owned()
         }
     }
 
