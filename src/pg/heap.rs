@@ -281,7 +281,7 @@ impl Table {
         // never shrinks: it is replaced whole when rewritten, except by a TRUNCATE in the
         // transaction that made the file, which empties it in place: then no hint is used).
         let last = unsafe {
-            let idx = pg_sys::index_open(index, pg_sys::AccessShareLock as i32);
+            let idx = pg_sys::index_open(index, crate::pg::compat::read_lock(index) as i32);
             let file = (*(*idx).rd_rel).relfilenode;
             let start = hint
                 .filter(|h| h.index == index && h.file == file)

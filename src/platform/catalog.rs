@@ -204,7 +204,11 @@ pub struct LockedRun {
     pub labels: Rc<RunLabels>,
     /// Its hash chain (`None` for a table of release 0.1.0 until ALTER EXTENSION UPDATE).
     pub chain: Option<ChainState>,
-    table: Table,
+    /// The runs table: open when the run was read now, `None` when this transaction knew it
+    /// already ([`KEPT`]: then opened only if the step writes the run's row).
+    table: Option<Table>,
+    table_oid: Oid,
+    namespace: Oid,
     pkey: Oid,
     /// The version read (`None`: the run was known to this transaction already, see [`KEPT`]).
     held: Option<Held>,
@@ -231,6 +235,10 @@ static CHAIN_COLUMNS: Columns<2> =
 struct Kept {
     generation: u64,
     table: Oid,
+    /// The runs table's primary key, its columns and its chain's columns.
+    pkey: Oid,
+    columns: [i32; 3],
+    chain_columns: [i32; 2],
     runs: HashMap<Uuid, KeptRun>,
 }
 struct KeptRun {
@@ -272,12 +280,24 @@ impl LockedRun {
         // (on a Citus shard the row keeps the head itself: no probe of the trail there)
         let write = on_shard() || carried.is_some() || slot != c.slot;
         if !write {
-            keep(self.table.oid(), &self.run, |k| {
+            keep(self.table_oid, &self.run, |k| {
                 k.head = *head;
                 k.last = Some(id);
             });
             return Ok(true);
         }
+        // the runs table, opened now if the run was known to this transaction (locked by it)
+        let opened;
+        let table = match &self.table {
+            Some(t) => t,
+            None => {
+                opened = open(self.namespace, c"runs", pg_sys::RowExclusiveLock)?.0;
+                if opened.oid() != self.table_oid {
+                    return Err(changed_concurrently());
+                }
+                &opened
+            }
+        };
         let [c_head, c_slot] = c.columns;
         let mut changes = vec![
             (c_head, Some(crate::pg::datum::bytea_datum(head)?)),
@@ -294,23 +314,23 @@ impl LockedRun {
             Some(h) => h,
             None => {
                 // known to this transaction, not read: its latest version (locked by it)
-                fetched = fetch_run(&self.table, self.pkey, self.columns[0], &self.run, |f| {
+                fetched = fetch_run(table, self.pkey, self.columns[0], &self.run, |f| {
                     Ok(f.hold())
                 })?
                 .ok_or_else(changed_concurrently)?;
                 &fetched
             }
         };
-        let written = self.table.update(held, &changes, "run")?;
+        let written = table.update(held, &changes, "run")?;
         if let Some(place) = written {
             // the next step of this run in this transaction (a bulk write) starts there
             // rather than walking the versions this transaction left behind
             // SAFETY: reads the backend's transaction state.
             let xid = unsafe { pg_sys::GetTopTransactionIdIfAny() };
             WRITTEN.with(|w| {
-                if w.xid != xid || w.table != self.table.oid() {
+                if w.xid != xid || w.table != table.oid() {
                     w.xid = xid;
-                    w.table = self.table.oid();
+                    w.table = table.oid();
                     w.places.clear();
                 }
                 if w.places.len() >= RUN_PLACES_KEPT {
@@ -318,7 +338,7 @@ impl LockedRun {
                 }
                 w.places.insert(self.run, place);
             });
-            keep(self.table.oid(), &self.run, |k| {
+            keep(table.oid(), &self.run, |k| {
                 k.head = *head;
                 k.last = Some(id);
                 k.slot = slot;
@@ -425,40 +445,18 @@ fn fetch_run<T>(
 }
 
 fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>> {
+    let shard = on_shard();
+    if lock && !shard {
+        if let Some(kept) = kept_run(namespace, run) {
+            return Ok(Some(kept));
+        }
+    }
     // a step may write the run row
     let (rel, pkey) = open(namespace, c"runs", pg_sys::RowExclusiveLock)?;
     let columns = rel.columns(&RUN_COLUMNS)?;
     let [c_id, c_scope, c_labels] = columns;
     let chain_columns = rel.columns(&CHAIN_COLUMNS).ok();
-    let shard = on_shard();
     let generation = crate::pg::inval::generation();
-    if lock && !shard {
-        // a run this transaction locked already: as its steps left it
-        let kept = KEPT.with(|k| {
-            let k = k
-                .as_ref()
-                .filter(|k| k.generation == generation && k.table == rel.oid())?;
-            let r = k.runs.get(run)?;
-            Some((r.scope.clone(), r.labels.clone(), r.head, r.slot))
-        });
-        if let (Some((scope, labels, head, slot)), Some(cc)) = (kept, chain_columns) {
-            return Ok(Some(LockedRun {
-                scope,
-                locked: true,
-                run: *run,
-                labels,
-                chain: Some(ChainState {
-                    head,
-                    slot,
-                    columns: cc,
-                }),
-                table: rel,
-                pkey,
-                held: None,
-                columns,
-            }));
-        }
-    }
     // how the run is locked (see RunLock)
     let how = if shard {
         RunLock::Shard
@@ -566,13 +564,16 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
                 c.head = last;
             }
         }
-        let (table, head, slot) = (rel.oid(), c.head, c.slot);
+        let (table, head, slot, chain_columns) = (rel.oid(), c.head, c.slot, c.columns);
         KEPT.with(|k| {
             let k = match k {
                 Some(k) if k.generation == generation && k.table == table => k,
                 other => other.insert(Kept {
                     generation,
                     table,
+                    pkey,
+                    columns,
+                    chain_columns,
                     runs: HashMap::new(),
                 }),
             };
@@ -597,11 +598,55 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
         run: *run,
         labels,
         chain,
-        table: rel,
+        table_oid: rel.oid(),
+        table: Some(rel),
+        namespace,
         pkey,
         held: Some(held),
         columns,
     }))
+}
+
+/// A run this transaction locked already, as its steps left it ([`KEPT`]), without opening the
+/// runs table: the transaction holds it locked (`ROW EXCLUSIVE`) since it read the run, and no
+/// relation changed since.
+fn kept_run(namespace: Oid, run: &Uuid) -> Option<LockedRun> {
+    let rels = RELS.get();
+    if rels.namespace != namespace || rels.runs == Oid::INVALID {
+        return None;
+    }
+    let generation = crate::pg::inval::generation();
+    let kept = KEPT.with(|k| {
+        let k = k
+            .as_ref()
+            .filter(|k| k.generation == generation && k.table == rels.runs)?;
+        let r = k.runs.get(run)?;
+        Some((
+            (r.scope.clone(), r.labels.clone(), r.head, r.slot),
+            (k.pkey, k.columns, k.chain_columns),
+        ))
+    })?;
+    if !crate::pg::compat::relation_locked_by_me(rels.runs, pg_sys::RowExclusiveLock) {
+        return None;
+    }
+    let ((scope, labels, head, slot), (pkey, columns, chain_columns)) = kept;
+    Some(LockedRun {
+        scope,
+        locked: true,
+        run: *run,
+        labels,
+        chain: Some(ChainState {
+            head,
+            slot,
+            columns: chain_columns,
+        }),
+        table: None,
+        table_oid: rels.runs,
+        namespace,
+        pkey,
+        held: None,
+        columns,
+    })
 }
 
 /// How a step (or an artifact) locks its run, until the end of its transaction.
@@ -738,7 +783,8 @@ fn last_step(namespace: Oid, slot: i16, run: &Uuid) -> Result<Option<chain::Hash
             (t.oid(), index, fits)
         }
     };
-    let Some(t) = Table::open(part, pg_sys::AccessShareLock)? else {
+    // (the step's own partition is held by the executor already: no lock is taken again)
+    let Some(t) = Table::open(part, crate::pg::compat::read_lock(part))? else {
         return Ok(None);
     };
     // (after the lock: the invalidations committed before it are read)
@@ -857,9 +903,33 @@ unsafe extern "C-unwind" fn tools_invalidated(_arg: Datum, relid: Oid) {
     }
 }
 
+/// A tool's entry as this backend keeps it, if it was kept under `generation`.
+fn kept_tool(generation: u64, name: &str) -> Option<Tool> {
+    TOOL_CACHE.with(|c| {
+        c.as_ref()
+            .filter(|c| c.generation == generation)
+            .and_then(|c| c.entries.get(name).copied())
+    })
+}
+
 /// The catalog entry of a tool as committed now, `None` when the catalog does not list it.
 /// Holds `ROW SHARE` on the catalog until the transaction ends (see the module's header).
 pub fn tool(namespace: Oid, name: &str) -> Result<Option<Tool>> {
+    // The catalog locked by this transaction already (the next step of a bulk write, or of the
+    // transaction): taking the lock again would read no invalidation, so the entry kept is
+    // read without opening the table.
+    let rels = RELS.get();
+    if rels.namespace == namespace
+        && rels.tools != Oid::INVALID
+        && TOOLS_RELID.load(Ordering::Relaxed) == u32::from(rels.tools)
+        && citus::SHARD.current().is_none()
+        && crate::pg::compat::relation_locked_by_me(rels.tools, pg_sys::RowShareLock)
+    {
+        let generation = TOOLS_GENERATION.load(Ordering::Relaxed);
+        if let Some(t) = kept_tool(generation, name) {
+            return Ok(Some(t));
+        }
+    }
     // the lock first: it reads the invalidations of changes committed before it was granted
     let (rel, pkey) = open(namespace, c"tools", pg_sys::RowShareLock)?;
     let relid = rel.oid();
@@ -873,13 +943,8 @@ pub fn tool(namespace: Oid, name: &str) -> Result<Option<Tool>> {
         TOOLS_GENERATION.fetch_add(1, Ordering::Relaxed);
     }
     let generation = TOOLS_GENERATION.load(Ordering::Relaxed);
-    let kept = TOOL_CACHE.with(|c| {
-        c.as_ref()
-            .filter(|c| c.generation == generation)
-            .and_then(|c| c.entries.get(name).copied())
-    });
-    if kept.is_some() {
-        return Ok(kept);
+    if let Some(t) = kept_tool(generation, name) {
+        return Ok(Some(t));
     }
     let [c_effect, c_trusted] = rel.columns(&TOOL_COLUMNS)?;
     let key = crate::pg::datum::text_datum(name)?;
