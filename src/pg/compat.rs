@@ -209,12 +209,6 @@ unsafe extern "C-unwind" {
     #[link_name = "LockHeldByMe"]
     #[cfg(not(any(feature = "pg17", feature = "pg18")))]
     fn lock_held_by_me(locktag: *const pg_sys::LOCKTAG, lockmode: pg_sys::LOCKMODE) -> bool;
-    #[link_name = "LockOrStrongerHeldByMe"]
-    #[cfg(not(any(feature = "pg17", feature = "pg18")))]
-    fn lock_or_stronger_held_by_me(
-        locktag: *const pg_sys::LOCKTAG,
-        lockmode: pg_sys::LOCKMODE,
-    ) -> bool;
     #[link_name = "LockHeldByMe"]
     #[cfg(any(feature = "pg17", feature = "pg18"))]
     fn lock_held_by_me_or(
@@ -224,11 +218,12 @@ unsafe extern "C-unwind" {
     ) -> bool;
 }
 
-/// Does this backend hold relation `relid` (of this database) locked in `mode` or a stronger
-/// one (in this transaction, or its session)? Such a relation is opened without taking another
-/// lock: nothing that conflicts with the lock held has run since it was granted, and the
-/// invalidations committed before it were read then.
-pub fn relation_locked_by_me(relid: Oid, mode: u32) -> bool {
+/// Does this backend hold relation `relid` (of this database) locked in one of `modes` (in
+/// this transaction, or its session)? Each mode is one lookup in the backend's own lock table
+/// (the modes a caller takes itself, or the executor's). Such a relation is opened without
+/// taking another lock: nothing that conflicts with the lock held has run since it was
+/// granted, and the invalidations committed before it were read then.
+pub fn relation_locked_by_me(relid: Oid, modes: &[u32]) -> bool {
     // SAFETY: reads the backend's database id and looks up its own local lock table, which
     // raises no error.
     unsafe {
@@ -240,27 +235,24 @@ pub fn relation_locked_by_me(relid: Oid, mode: u32) -> bool {
             locktag_type: pg_sys::LockTagType::LOCKTAG_RELATION as u8,
             locktag_lockmethodid: pg_sys::DEFAULT_LOCKMETHOD as u8,
         };
-        // (the executor's lock on the table it writes, and on its indexes, is RowExclusiveLock:
-        // looked up first)
-        let row_exclusive = pg_sys::RowExclusiveLock as pg_sys::LOCKMODE;
-        let mode = mode as pg_sys::LOCKMODE;
-        #[cfg(not(any(feature = "pg17", feature = "pg18")))]
-        {
-            (mode <= row_exclusive && lock_held_by_me(&tag, row_exclusive))
-                || lock_or_stronger_held_by_me(&tag, mode)
-        }
-        #[cfg(any(feature = "pg17", feature = "pg18"))]
-        {
-            (mode <= row_exclusive && lock_held_by_me_or(&tag, row_exclusive, false))
-                || lock_held_by_me_or(&tag, mode, true)
-        }
+        modes.iter().any(|&mode| {
+            #[cfg(not(any(feature = "pg17", feature = "pg18")))]
+            {
+                lock_held_by_me(&tag, mode as pg_sys::LOCKMODE)
+            }
+            #[cfg(any(feature = "pg17", feature = "pg18"))]
+            {
+                lock_held_by_me_or(&tag, mode as pg_sys::LOCKMODE, false)
+            }
+        })
     }
 }
 
 /// The lock to open relation `relid` with for reading: none when this backend holds it locked
-/// already ([`relation_locked_by_me`]), `AccessShareLock` otherwise.
+/// already, by the executor that writes it (`RowExclusiveLock`) or by a read before
+/// (`AccessShareLock`); `AccessShareLock` otherwise.
 pub fn read_lock(relid: Oid) -> u32 {
-    if relation_locked_by_me(relid, pg_sys::AccessShareLock) {
+    if relation_locked_by_me(relid, &[pg_sys::RowExclusiveLock, pg_sys::AccessShareLock]) {
         pg_sys::NoLock
     } else {
         pg_sys::AccessShareLock

@@ -626,7 +626,7 @@ fn kept_run(namespace: Oid, run: &Uuid) -> Option<LockedRun> {
             (k.pkey, k.columns, k.chain_columns),
         ))
     })?;
-    if !crate::pg::compat::relation_locked_by_me(rels.runs, pg_sys::RowExclusiveLock) {
+    if !crate::pg::compat::relation_locked_by_me(rels.runs, &[pg_sys::RowExclusiveLock]) {
         return None;
     }
     let ((scope, labels, head, slot), (pkey, columns, chain_columns)) = kept;
@@ -923,7 +923,7 @@ pub fn tool(namespace: Oid, name: &str) -> Result<Option<Tool>> {
         && rels.tools != Oid::INVALID
         && TOOLS_RELID.load(Ordering::Relaxed) == u32::from(rels.tools)
         && citus::SHARD.current().is_none()
-        && crate::pg::compat::relation_locked_by_me(rels.tools, pg_sys::RowShareLock)
+        && crate::pg::compat::relation_locked_by_me(rels.tools, &[pg_sys::RowShareLock])
     {
         let generation = TOOLS_GENERATION.load(Ordering::Relaxed);
         if let Some(t) = kept_tool(generation, name) {
