@@ -221,6 +221,25 @@ COMMIT;
 SELECT intact, steps, (SELECT labels FROM pg_labels.runs WHERE id = 'e0000000-0000-0000-0000-000000000002') AS labels
   FROM pg_labels.verify('e0000000-0000-0000-0000-000000000002');
 
+-- a run first found inside a subtransaction that aborts: the locks taken there (the run's, the
+-- runs table's, the tool catalog's) go with it, and the next steps take them again rather than
+-- reading what the aborted steps left
+INSERT INTO pg_labels.runs (id, scope) VALUES ('e0000000-0000-0000-0000-000000000003', 'acme/platform');
+BEGIN;
+SAVEPOINT first_steps;
+INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES ('e0000000-0000-0000-0000-000000000003', 'tool_called', 'chain.read', '{"n": 1}');
+INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES ('e0000000-0000-0000-0000-000000000003', 'tool_called', 'chain.read', '{"n": 2}');
+ROLLBACK TO SAVEPOINT first_steps;
+SELECT c.relname, l.mode FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+ WHERE l.pid = pg_backend_pid() AND c.relname IN ('runs', 'tools') ORDER BY 1, 2;
+INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES ('e0000000-0000-0000-0000-000000000003', 'tool_called', 'chain.read', '{"n": 3}');
+INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES ('e0000000-0000-0000-0000-000000000003', 'tool_called', 'chain.read', '{"n": 4}');
+SELECT c.relname, l.mode FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+ WHERE l.pid = pg_backend_pid() AND c.relname IN ('runs', 'tools') ORDER BY 1, 2;
+COMMIT;
+SELECT intact, steps FROM pg_labels.verify('e0000000-0000-0000-0000-000000000003');
+SELECT args FROM pg_labels.steps WHERE run_id = 'e0000000-0000-0000-0000-000000000003' ORDER BY id;
+
 -- one transaction writing to more runs than it locks through the lock manager (32, seen in
 -- pg_locks as advisory locks with objsubid 20556): it locks the others' rows; every chain holds
 INSERT INTO pg_labels.runs (id, scope)
