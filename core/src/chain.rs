@@ -36,52 +36,27 @@ pub const LINK_DOMAIN: &str = "pg_labels link 1";
 pub const LABELS_DOMAIN: &str = "pg_labels labels 1";
 pub const HEAD_DOMAIN: &str = "pg_labels head 1";
 
-/// A canonical encoding being hashed. The fields are gathered in a buffer and handed to
-/// SHA-256 a buffer at a time: a call per field (a tag, a length, the bytes) costs more than
-/// most fields.
-pub struct Encoder {
-    hash: Sha256,
-    buf: [u8; ENCODER_BUFFER],
-    len: usize,
-}
-
-/// The bytes an [`Encoder`] gathers before hashing them (a step's content fits, labels aside).
-const ENCODER_BUFFER: usize = 512;
+/// A canonical encoding being hashed.
+pub struct Encoder(Sha256);
 
 impl Encoder {
     pub fn new(domain: &str) -> Self {
-        let mut e = Encoder {
-            hash: Sha256::new(),
-            buf: [0; ENCODER_BUFFER],
-            len: 0,
-        };
-        e.put(domain.as_bytes());
-        e.put(&[0u8]);
-        e
-    }
-    fn put(&mut self, b: &[u8]) {
-        if self.len + b.len() > ENCODER_BUFFER {
-            self.hash.update(&self.buf[..self.len]);
-            self.len = 0;
-            if b.len() > ENCODER_BUFFER {
-                self.hash.update(b);
-                return;
-            }
-        }
-        self.buf[self.len..self.len + b.len()].copy_from_slice(b);
-        self.len += b.len();
+        let mut h = Sha256::new();
+        h.update(domain.as_bytes());
+        h.update([0u8]);
+        Encoder(h)
     }
     pub fn null(&mut self) -> &mut Self {
-        self.put(&[0u8]);
+        self.0.update([0u8]);
         self
     }
     pub fn bytes(&mut self, b: Option<&[u8]>) -> &mut Self {
         match b {
             None => self.null(),
             Some(b) => {
-                self.put(&[1u8]);
-                self.put(&(b.len() as u32).to_be_bytes());
-                self.put(b);
+                self.0.update([1u8]);
+                self.0.update((b.len() as u32).to_be_bytes());
+                self.0.update(b);
                 self
             }
         }
@@ -96,10 +71,10 @@ impl Encoder {
         match v {
             None => self.null(),
             Some(v) => {
-                self.put(&[1u8]);
-                self.put(&((v.len() * 8) as u32).to_be_bytes());
+                self.0.update([1u8]);
+                self.0.update(((v.len() * 8) as u32).to_be_bytes());
                 for x in v {
-                    self.put(&x.to_be_bytes());
+                    self.0.update(x.to_be_bytes());
                 }
                 self
             }
@@ -115,9 +90,8 @@ impl Encoder {
             }
         }
     }
-    pub fn finish(mut self) -> Hash {
-        self.hash.update(&self.buf[..self.len]);
-        self.hash.finalize().into()
+    pub fn finish(self) -> Hash {
+        self.0.finalize().into()
     }
 }
 
