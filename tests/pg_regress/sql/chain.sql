@@ -240,6 +240,28 @@ COMMIT;
 SELECT intact, steps FROM pg_labels.verify('e0000000-0000-0000-0000-000000000003');
 SELECT args FROM pg_labels.steps WHERE run_id = 'e0000000-0000-0000-0000-000000000003' ORDER BY id;
 
+-- a run's last step deleted around the triggers (replica mode): the backend that wrote it knows
+-- it as its own and reads no row, so until VACUUM removes its index entry its next step chains
+-- to it, and verify() names the removal; another backend reads the row, finds it gone and
+-- chains to the step before, which only a digest taken before tells apart (run 3 above)
+INSERT INTO pg_labels.runs (id, scope) VALUES
+  ('e0000000-0000-0000-0000-000000000004', 'acme/platform'),
+  ('e0000000-0000-0000-0000-000000000005', 'acme/platform');
+INSERT INTO pg_labels.steps (run_id, kind) VALUES ('e0000000-0000-0000-0000-000000000004', 'planned');
+INSERT INTO pg_labels.steps (run_id, kind) VALUES ('e0000000-0000-0000-0000-000000000004', 'planned');
+INSERT INTO pg_labels.steps (run_id, kind) VALUES ('e0000000-0000-0000-0000-000000000005', 'planned');
+INSERT INTO pg_labels.steps (run_id, kind) VALUES ('e0000000-0000-0000-0000-000000000005', 'planned');
+SET session_replication_role = replica;
+DELETE FROM pg_labels.steps WHERE id IN (SELECT max(id) FROM pg_labels.steps
+ WHERE run_id IN ('e0000000-0000-0000-0000-000000000004', 'e0000000-0000-0000-0000-000000000005') GROUP BY run_id);
+RESET session_replication_role;
+INSERT INTO pg_labels.steps (run_id, kind) VALUES ('e0000000-0000-0000-0000-000000000004', 'input');
+\c
+INSERT INTO pg_labels.steps (run_id, kind) VALUES ('e0000000-0000-0000-0000-000000000005', 'input');
+SELECT right(r::text, 1) AS run, v.intact, v.steps, v.how
+  FROM unnest('{e0000000-0000-0000-0000-000000000004,e0000000-0000-0000-0000-000000000005}'::uuid[]) r,
+       pg_labels.verify(r) v;
+
 -- one transaction writing to more runs than it locks through the lock manager (32, seen in
 -- pg_locks as advisory locks with objsubid 20556): it locks the others' rows; every chain holds
 INSERT INTO pg_labels.runs (id, scope)
