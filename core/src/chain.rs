@@ -935,9 +935,9 @@ mod tests {
     }
 
     proptest! {
-        /// The encoder hashes exactly the canonical encoding the README specifies, whatever
-        /// the fields' sizes (its buffer filled, passed and exceeded): against the encoding
-        /// written out byte by byte and hashed at once.
+        /// The encoder hashes exactly the canonical encoding the README specifies, for fields
+        /// shorter and longer than a SHA-256 block: against the encoding written out byte by
+        /// byte and hashed at once.
         #[test]
         fn encoder_is_the_canonical_encoding(
             fields in proptest::collection::vec(

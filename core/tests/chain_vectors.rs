@@ -1,6 +1,6 @@
 //! Known answers of the canonical encoding (README, "Proving the trail"): hashes computed by
-//! release 0.2.0's first implementation, which any later one, and any re-implementation, must
-//! give again for the same content.
+//! the encoder of 0.2.0 (unreleased, commit 5ee5aae), which any later one, and any
+//! re-implementation, must give again for the same content.
 
 use pg_labels_core::chain::{self, RunOpening, StepContent};
 use pg_labels_core::labelset::{self, LabelSet};
@@ -23,7 +23,7 @@ fn answers() -> [String; 4] {
     let genesis = chain::genesis(&run);
     let own = set("{area:acme/platform,origin:tool,tag:pii}");
     let after = chain::labels_next(&genesis, LabelSet::from_canonical(&own));
-    // every field, one long enough (args) to pass the encoder's buffer
+    // every field, one (args) longer than many SHA-256 blocks
     let args = format!("{{\"ticket\": 42, \"body\": \"{}\"}}", "x".repeat(700));
     let crossings = [7i64, 9];
     let leaf = chain::leaf(&StepContent {

@@ -222,7 +222,10 @@ unsafe extern "C-unwind" {
 /// this transaction, or its session)? Each mode is one lookup in the backend's own lock table
 /// (the modes a caller takes itself, or the executor's). Such a relation is opened without
 /// taking another lock: nothing that conflicts with the lock held has run since it was
-/// granted, and the invalidations committed before it were read then.
+/// granted, and the invalidations committed before it were read then. (Changes that do not
+/// conflict with it, such as ANALYZE or CREATE INDEX CONCURRENTLY, may have committed since
+/// and are not read here, as they would be by a new lock mode; what the callers read of the
+/// relation, its file, columns and indexes, changes only under a conflicting lock.)
 pub fn relation_locked_by_me(relid: Oid, modes: &[u32]) -> bool {
     // SAFETY: reads the backend's database id and looks up its own local lock table, which
     // raises no error.

@@ -508,7 +508,14 @@ impl<'a> Tuple<'a> {
 
     /// The row with some columns replaced (`None`: NULL), as a row trigger's return value.
     pub fn modified(&self, changes: &[(i32, Option<Datum>)]) -> Datum {
-        let Some((values, nulls)) = self.deformed.get().filter(|_| !self.tuple.is_null()) else {
+        let in_range = |col: i32| {
+            // SAFETY: reads the descriptor's attribute count.
+            col >= 1 && col <= unsafe { (*self.desc).natts }
+        };
+        let cached = self.deformed.get().filter(|_| !self.tuple.is_null());
+        // (a column out of range goes to heap_modify_tuple_by_cols, which raises an error for
+        // it rather than dropping the change)
+        let Some((values, nulls)) = cached.filter(|_| changes.iter().all(|c| in_range(c.0))) else {
             // SAFETY: the columns were resolved against this descriptor and the values are
             // datums of their types (built by the callers for these columns).
             return Datum::from(unsafe { modify_tuple(self.tuple, self.desc, changes) });
@@ -518,13 +525,10 @@ impl<'a> Tuple<'a> {
         let mut values = values.clone();
         let mut nulls = nulls.clone();
         for (col, value) in changes {
-            let Some(i) = usize::try_from(*col).ok().and_then(|c| c.checked_sub(1)) else {
-                continue;
-            };
-            if i < values.len() {
-                values[i] = value.unwrap_or(Datum::from(0usize));
-                nulls[i] = value.is_none();
-            }
+            // (in range: checked above)
+            let i = (*col - 1) as usize;
+            values[i] = value.unwrap_or(Datum::from(0usize));
+            nulls[i] = value.is_none();
         }
         // SAFETY: values and nulls have natts entries of this descriptor's types (the row's
         // own, or the callers' datums for their columns); the new tuple keeps the original's

@@ -783,11 +783,12 @@ fn last_step(namespace: Oid, slot: i16, run: &Uuid) -> Result<Option<chain::Hash
             (t.oid(), index, fits)
         }
     };
-    // (the step's own partition is held by the executor already: no lock is taken again)
+    // no new lock when this transaction holds one on it already (the executor's, when the step
+    // goes to this partition)
     let Some(t) = Table::open(part, crate::pg::compat::read_lock(part))? else {
         return Ok(None);
     };
-    // (after the lock: the invalidations committed before it are read)
+    // (after the lock, or under the one held: the invalidations committed before it were read)
     let generation = crate::pg::inval::generation();
     let [c_id, c_hash, c_run] = t.columns(&STEP_HASH)?;
     let read = |f: &crate::pg::heap::Found<'_>| -> Result<(i64, chain::Hash)> {
