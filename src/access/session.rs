@@ -17,6 +17,7 @@ use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
 use crate::pg::fmgr::{external_id, ret_bool};
 use crate::pg::heap::{active_view, is_active_view, View};
 use crate::pg::local::BackendLocal;
+use crate::pg::local::IdMap;
 use crate::pg::spi::{
     as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan,
 };
@@ -27,9 +28,7 @@ use crate::sql_function;
 use crate::types::datum::{scope_datum, TypeArgs};
 use pg_labels_core::refusal;
 use pgrx::pg_sys::{self, Oid, SubTransactionId};
-use std::collections::HashMap;
 use std::ffi::CStr;
-use std::hash::BuildHasherDefault;
 
 #[derive(Clone, Debug)]
 struct Entered {
@@ -72,28 +71,7 @@ struct Seen {
     /// (transaction, role, the entering in force), and what the snapshot sees
     view: (u64, Oid, u64),
     snapshot: View,
-    answers: HashMap<(Oid, &'static str, [u8; 16]), bool, BuildHasherDefault<IdHasher>>,
-}
-
-/// The keys of [`Seen`] are ids drawn at random (uuids): their own bits are a good hash, and
-/// SipHash per probe would cost more than the probe saves.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        // the low bits choose the bucket: mix the high ones in
-        let h = self.0 ^ (self.0 >> 32);
-        h.wrapping_mul(0x9e_37_79_b9_7f_4a_7c_15) ^ (h >> 29)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word))
-                .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
+    answers: IdMap<(Oid, &'static str, [u8; 16]), bool>,
 }
 
 /// The scope entered and in force for `user`, with its stamp, when the state alone tells
@@ -614,7 +592,7 @@ fn row_visible(call: &crate::pg::fmgr::Call<'_>, table: &'static str) -> Result<
                     other.insert(Seen {
                         view,
                         snapshot,
-                        answers: HashMap::default(),
+                        answers: IdMap::default(),
                     })
                 }
             };

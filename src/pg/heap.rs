@@ -275,7 +275,7 @@ impl Table {
         is_it: impl Fn(&Found<'_>, i64) -> Result<bool>,
         found: impl Fn(&Found<'_>) -> Result<T>,
     ) -> Result<Paged<T>> {
-        use crate::pg::btree::{last_entry, Last};
+        use crate::pg::btree::{last_entry, Last, Place};
         // SAFETY: the index is opened (locked to the end of the transaction) around the read
         // of its pages; the hint is used only for the file it was found in (a btree's file
         // never shrinks: it is replaced whole when rewritten, except by a TRUNCATE in the
@@ -286,11 +286,12 @@ impl Table {
             let start = hint
                 .filter(|h| h.index == index && h.file == file)
                 .filter(|_| !crate::pg::compat::file_made_in_transaction(idx))
-                .map(|h| h.block);
+                .map(|h| h.place);
             let last = last_entry(idx, key, start);
             pg_sys::index_close(idx, pg_sys::NoLock as i32);
-            if let Last::Entry { block, .. } = last {
-                *hint = Some(PageHint { index, file, block });
+            if let Last::Entry { block, offset, .. } = last {
+                let place = Place { block, offset };
+                *hint = Some(PageHint { index, file, place });
             }
             last
         };
@@ -564,13 +565,13 @@ pub enum Paged<T> {
     Known,
 }
 
-/// Where a key's entries were found in an index (see [`Table::probe_last_paged`]): the leaf
-/// page, in the index's file of then.
+/// Where a key's last entry was found in an index (see [`Table::probe_last_paged`]): the leaf
+/// page and the offset on it, in the index's file of then.
 #[derive(Clone, Copy, Debug)]
 pub struct PageHint {
     index: Oid,
     file: Oid,
-    block: u32,
+    place: crate::pg::btree::Place,
 }
 
 /// A page of a row updated in place is pruned when less room than this is left (more than a

@@ -10,6 +10,8 @@
 //! frame (a `longjmp`) cannot leave one raised.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 /// A value private to this backend.
 pub struct BackendLocal<T>(RefCell<T>);
@@ -110,3 +112,29 @@ impl<T: Clone + 'static> Lower for Scoped<T> {
         self.clear();
     }
 }
+
+/// A hasher for keys that are ids drawn at random (uuids, with oids and small tags beside
+/// them): their own bits are a good hash, and SipHash per probe would cost more than the probe
+/// saves. The maps are this backend's own: keys chosen to collide slow down only the session
+/// that chose them.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        // the low bits choose the bucket: mix the high ones in
+        let h = self.0 ^ (self.0 >> 32);
+        h.wrapping_mul(0x9e_37_79_b9_7f_4a_7c_15) ^ (h >> 29)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word))
+                .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+}
+
+/// A map keyed by ids drawn at random (see [`IdHasher`]).
+pub type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;

@@ -25,7 +25,7 @@ use crate::pg::datum::{Bytea, Timestamp, Uuid};
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
 use crate::pg::fmgr::external_id;
 use crate::pg::heap::{Held, PageHint, Paged, RowLock, Table, Tid};
-use crate::pg::local::BackendLocal;
+use crate::pg::local::{BackendLocal, IdMap};
 use crate::pg::lock::ObjectLock;
 use crate::pg::trigger::{col, platform_schema, Columns, Op, Spec, Timing, Trigger};
 use crate::sql_function;
@@ -239,7 +239,7 @@ struct Kept {
     pkey: Oid,
     columns: [i32; 3],
     chain_columns: [i32; 2],
-    runs: HashMap<Uuid, KeptRun>,
+    runs: IdMap<Uuid, KeptRun>,
 }
 struct KeptRun {
     scope: Vec<u8>,
@@ -574,7 +574,7 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
                     pkey,
                     columns,
                     chain_columns,
-                    runs: HashMap::new(),
+                    runs: IdMap::default(),
                 }),
             };
             if k.runs.len() >= KEPT_RUNS {
@@ -721,7 +721,7 @@ static STEP_HASH: Columns<3> = Columns::new([
 ]);
 
 /// What this backend saw of each run's steps, across transactions (see [`Seen`]).
-static SEEN_STEPS: BackendLocal<Option<HashMap<Uuid, Seen>>> = BackendLocal::new(None);
+static SEEN_STEPS: BackendLocal<Option<IdMap<Uuid, Seen>>> = BackendLocal::new(None);
 #[derive(Clone, Copy, Default)]
 struct Seen {
     /// The id of a recent step of the run (the last one it wrote in a transaction that
@@ -744,7 +744,7 @@ const SEEN_STEPS_KEPT: usize = 65536;
 /// Remember what was seen of `run`'s steps (see [`SEEN_STEPS`]).
 fn saw_step(run: &Uuid, f: impl FnOnce(&mut Seen)) {
     SEEN_STEPS.with(|s| {
-        let s = s.get_or_insert_with(HashMap::new);
+        let s = s.get_or_insert_with(IdMap::default);
         if s.len() >= SEEN_STEPS_KEPT {
             s.clear();
         }

@@ -48,6 +48,20 @@ SELECT format('INSERT INTO pg_labels.steps (run_id, kind) VALUES (%L, ''planned'
   FROM public.pages_runs WHERE r BETWEEN 31 AND 90 ORDER BY r \gexec
 \set ECHO all
 
+-- 300 steps, one transaction each, to two runs next to each other in the index's order (and
+-- a third, further on) in turns: a search looks for the run's last entry right after where it
+-- was found last time, which holds in the run's turn and misses when the neighbour's entries
+-- moved it on the page
+CREATE TABLE public.pages_next AS
+SELECT id, row_number() OVER (ORDER BY id) AS k FROM public.pages_runs WHERE r <= 280;
+\set ECHO none
+SELECT format('INSERT INTO pg_labels.steps (run_id, kind) VALUES (%L, ''planned'')', x.id)
+  FROM generate_series(0, 299) n
+  JOIN public.pages_next x ON x.k = CASE WHEN n % 7 = 6 THEN 200 ELSE 100 + (n / 5) % 2 END
+ ORDER BY n \gexec
+\set ECHO all
+DROP TABLE public.pages_next;
+
 -- runs 281..300 lose every step (a superuser in replica mode, around the triggers), and
 -- VACUUM deletes the pages they leave empty: their next steps may start from a deleted page, and
 -- chain to the run's checkpoint, where a scan of the index would chain them
