@@ -66,12 +66,13 @@ if [ "$what" = all ] || [ "$what" = trail ]; then
     seconds=${TRAIL_SECONDS:-10}
     rounds=${TRAIL_ROUNDS:-3}
     log "trail: tool_called inserts, pgbench -M prepared, $rounds rounds of ${seconds}s per variant, variants interleaved"
-    declare -A runs
+    declare -A runs pairs
     for clients in 1 2; do
         for round in $(seq "$rounds"); do
-            # rotate the order from round to round
-            order=(labels plain plpgsql nochain)
-            order=("${order[@]:$((round % 4))}" "${order[@]:0:$((round % 4))}")
+            # the order reversed from round to round; (a) and (d) always one right after the
+            # other, so that each round's a/d compares the two under the same conditions
+            order=(labels nochain plain plpgsql)
+            [ $((round % 2)) = 0 ] && order=(plpgsql plain nochain labels)
             for v in "${order[@]}"; do
                 db=bench_trail script=$v
                 [ "$v" = nochain ] && db=bench_nochain script=labels
@@ -79,20 +80,26 @@ if [ "$what" = all ] || [ "$what" = trail ]; then
                 tps=$("$PGBIN/pgbench" -n -M prepared -c "$clients" -j "$clients" -T "$seconds" \
                         -f "$ROOT/bench/trail_$script.sql" $db 2>&1 | awk '/^tps/ { print $3 }')
                 runs[$clients,$v]="${runs[$clients,$v]:-} $tps"
+                [ "$v" = nochain ] && d_tps=$tps
+                [ "$v" = labels ] && a_tps=$tps
             done
+            pairs[$clients]="${pairs[$clients]:-} $(echo "$a_tps / $d_tps" | bc -l)"
         done
     done
     median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-    printf '\n%-8s %14s %14s %14s %14s %8s %8s %8s %8s\n' clients "(a) enforced" "(b) plain" "(c) plpgsql" "(d) no chain" "a/b" "a/c" "d/b" "a/d"
+    printf '\n%-8s %14s %14s %14s %14s %8s %8s %8s %8s %10s\n' clients "(a) enforced" "(b) plain" "(c) plpgsql" "(d) no chain" "a/b" "a/c" "d/b" "a/d" "rounds a/d"
     for clients in 1 2; do
         a=$(echo "${runs[$clients,labels]}" | median)
         b=$(echo "${runs[$clients,plain]}" | median)
         c=$(echo "${runs[$clients,plpgsql]}" | median)
         d=$(echo "${runs[$clients,nochain]}" | median)
-        printf '%-8s %14.0f %14.0f %14.0f %14.0f %8.2f %8.2f %8.2f %8.3f\n' "$clients" "$a" "$b" "$c" "$d" \
-            "$(echo "$a / $b" | bc -l)" "$(echo "$a / $c" | bc -l)" "$(echo "$d / $b" | bc -l)" "$(echo "$a / $d" | bc -l)"
+        p=$(echo "${pairs[$clients]}" | median)
+        printf '%-8s %14.0f %14.0f %14.0f %14.0f %8.2f %8.2f %8.2f %8.3f %10.3f\n' "$clients" "$a" "$b" "$c" "$d" \
+            "$(echo "$a / $b" | bc -l)" "$(echo "$a / $c" | bc -l)" "$(echo "$d / $b" | bc -l)" "$(echo "$a / $d" | bc -l)" "$p"
+        echo "         rounds' a/d: $(echo "${pairs[$clients]}" | tr ' ' '\n' | grep -v '^$' | xargs printf '%.3f ')"
     done
     echo "tps, median of $rounds rounds; goals: a/b >= 0.75, a/c >= 1.5; the hash chain: a/d >= 0.97 (issue 17)"
+    echo "(rounds a/d: the median of each round's a/d, (a) and (d) run one right after the other)"
     "$PGBIN/psql" -X -q -d bench_trail -c "SELECT 'pg_labels.steps' AS t, count(*) FROM pg_labels.steps UNION ALL SELECT 'bench_plain.steps', count(*) FROM bench_plain.steps UNION ALL SELECT 'bench_plpgsql.steps', count(*) FROM bench_plpgsql.steps"
     # the hash chains of the trail just written, checked again (issue 17)
     log "verify_all() over the trail just written"

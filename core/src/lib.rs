@@ -10,7 +10,8 @@
 //!
 //! Modules, lowest first (each uses only those above it): `sqlstate`, `error`, `path`,
 //! `label`, `scope`, `labelset`, `crossing`, `rules`, `step`, `refusal`, `barrier`, `flow`,
-//! `chain` (the trail's hash chains and ledger, checkable with no database).
+//! `jsonb` (jsonb's text read from its binary form), `chain` (the trail's hash chains and
+//! ledger, checkable with no database).
 #![forbid(unsafe_code)]
 
 pub mod barrier;
@@ -18,6 +19,7 @@ pub mod chain;
 pub mod crossing;
 pub mod error;
 pub mod flow;
+pub mod jsonb;
 pub mod label;
 pub mod labelset;
 pub mod path;
