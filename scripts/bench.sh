@@ -5,7 +5,9 @@
 #   scripts/bench.sh            both
 #   scripts/bench.sh types      the types (bench/types.sql)
 #   scripts/bench.sh trail      trail inserts with pgbench (bench/trail_*.sql), then
-#                               verify_all() over that trail (steps/s)
+#                               verify_all() over that trail (steps/s); TRAIL_ROUNDS,
+#                               TRAIL_SECONDS; TRAIL_STORAGE=1 adds the chain's hashes stored
+#                               without the chain (its cost split into storing and computing)
 #   scripts/bench.sh publication  the publication check on 10,000-step declarations
 #   scripts/bench.sh lineage    lineage over a 10,000-run chain
 #   scripts/bench.sh bigrun     a run carrying 100,000 labels against one carrying one
@@ -53,9 +55,22 @@ if [ "$what" = all ] || [ "$what" = trail ]; then
         -c "ALTER TABLE pg_labels.steps DROP COLUMN prev_hash, DROP COLUMN hash" \
         -c "ALTER TABLE pg_labels.runs DROP COLUMN opened_labels, DROP COLUMN chain_head, DROP COLUMN chain_slot, DROP COLUMN chain_cut, DROP COLUMN chain_cut_length" \
         -f "$ROOT/bench/trail_setup.sql"
+    # (e), with TRAIL_STORAGE=1: (d) with room for the chain's two hashes stored in every row
+    # (two 32-byte bytea columns filled by their defaults), which splits the chain's cost into
+    # storing its hashes (e against d) and computing them (a against e)
+    dbs=(bench_trail bench_nochain)
+    if [ -n "${TRAIL_STORAGE:-}" ]; then
+        dbs+=(bench_stored)
+        psql_q -c "DROP DATABASE IF EXISTS bench_stored" -c "CREATE DATABASE bench_stored"
+        psql_q -d bench_stored -c "CREATE EXTENSION pg_labels" \
+            -c "ALTER TABLE pg_labels.steps DROP COLUMN prev_hash, DROP COLUMN hash" \
+            -c "ALTER TABLE pg_labels.runs DROP COLUMN opened_labels, DROP COLUMN chain_head, DROP COLUMN chain_slot, DROP COLUMN chain_cut, DROP COLUMN chain_cut_length" \
+            -c "ALTER TABLE pg_labels.steps ADD COLUMN room_prev bytea DEFAULT decode(repeat('ab', 32), 'hex'), ADD COLUMN room_hash bytea DEFAULT decode(repeat('cd', 32), 'hex')" \
+            -f "$ROOT/bench/trail_setup.sql"
+    fi
     # Same conditions for every run: no autovacuum in the middle of one, and each starts after a
     # VACUUM (which also empties the GIN pending lists).
-    for db in bench_trail bench_nochain; do
+    for db in "${dbs[@]}"; do
         for t in pg_labels.runs bench_plain.steps bench_plpgsql.steps bench_plpgsql.runs; do
             psql_q -d $db -c "ALTER TABLE $t SET (autovacuum_enabled = off)"
         done
@@ -73,9 +88,11 @@ if [ "$what" = all ] || [ "$what" = trail ]; then
             # other, so that each round's a/d compares the two under the same conditions
             order=(labels nochain plain plpgsql)
             [ $((round % 2)) = 0 ] && order=(plpgsql plain nochain labels)
+            [ -n "${TRAIL_STORAGE:-}" ] && order=(stored "${order[@]}")
             for v in "${order[@]}"; do
                 db=bench_trail script=$v
                 [ "$v" = nochain ] && db=bench_nochain script=labels
+                [ "$v" = stored ] && db=bench_stored script=labels
                 psql_q -d $db -c "VACUUM pg_labels.steps, pg_labels.runs, bench_plain.steps, bench_plpgsql.steps, bench_plpgsql.runs"
                 tps=$("$PGBIN/pgbench" -n -M prepared -c "$clients" -j "$clients" -T "$seconds" \
                         -f "$ROOT/bench/trail_$script.sql" $db 2>&1 | awk '/^tps/ { print $3 }')
@@ -97,6 +114,11 @@ if [ "$what" = all ] || [ "$what" = trail ]; then
         printf '%-8s %14.0f %14.0f %14.0f %14.0f %8.2f %8.2f %8.2f %8.3f %10.3f\n' "$clients" "$a" "$b" "$c" "$d" \
             "$(echo "$a / $b" | bc -l)" "$(echo "$a / $c" | bc -l)" "$(echo "$d / $b" | bc -l)" "$(echo "$a / $d" | bc -l)" "$p"
         echo "         rounds' a/d: $(echo "${pairs[$clients]}" | tr ' ' '\n' | grep -v '^$' | xargs printf '%.3f ')"
+        if [ -n "${TRAIL_STORAGE:-}" ]; then
+            e=$(echo "${runs[$clients,stored]}" | median)
+            printf '         (e) the hashes stored, no chain: %.0f tps; e/d %.3f (storing), a/e %.3f (computing)\n' \
+                "$e" "$(echo "$e / $d" | bc -l)" "$(echo "$a / $e" | bc -l)"
+        fi
     done
     echo "tps, median of $rounds rounds; goals: a/b >= 0.75, a/c >= 1.5; the hash chain: a/d >= 0.97 (issue 17)"
     echo "(rounds a/d: the median of each round's a/d, (a) and (d) run one right after the other)"
