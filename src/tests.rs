@@ -56,6 +56,16 @@ fn jsonb_text_agrees(j: pgrx::AnyElement) -> bool {
     read.as_deref() == Some(output.as_str())
 }
 
+/// A value the reader leaves to `jsonb_out` (its text past `MAX_LEN`): `Jsonb::text` is
+/// `jsonb_out`'s.
+#[pg_extern]
+fn jsonb_text_falls_back(j: pgrx::AnyElement) -> bool {
+    // SAFETY: a jsonb datum (the test passes only jsonb): a varlena.
+    let bytes = unsafe { crate::pg::fmgr::varlena_bytes(j.datum().cast_mut_ptr()) };
+    let j = crate::pg::datum::Jsonb(j.datum());
+    pg_labels_core::jsonb::to_text(bytes).is_none() && j.text() == j.output()
+}
+
 #[pg_test]
 fn jsonb_text_is_jsonb_out() {
     // every part of the format: scalars alone, strings that need escaping, numbers of every
@@ -89,4 +99,11 @@ fn jsonb_text_is_jsonb_out() {
         .unwrap();
         assert_eq!(bad, Some(0), "{table}");
     }
+    // nine numerics of 131,072 digits each (a few bytes each in the binary form)
+    let fell_back = Spi::get_one::<bool>(
+        "SELECT tests.jsonb_text_falls_back(jsonb_agg(('1' || repeat('0', 131071))::numeric))
+           FROM generate_series(1, 9)",
+    )
+    .unwrap();
+    assert_eq!(fell_back, Some(true));
 }

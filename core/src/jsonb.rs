@@ -24,9 +24,17 @@ const JENTRY_ISCONTAINER: u32 = 0x5000_0000;
 
 /// Containers nested deeper than this are left to `jsonb_out` (no deep recursion here).
 pub const MAX_DEPTH: usize = 32;
+/// Values longer than this, or whose text grows longer, are left to `jsonb_out`, which
+/// allocates in PostgreSQL's memory contexts and raises an error past what they allow (a
+/// numeric of a few bytes can print as 100,000 digits).
+pub const MAX_LEN: usize = 1 << 20;
 
 /// The text `jsonb_out` prints for the jsonb whose bytes (after the varlena header) are `data`.
 pub fn to_text(data: &[u8]) -> Option<String> {
+    // the varlena headers of numerics are read in the little-endian layout
+    if cfg!(target_endian = "big") || data.len() > MAX_LEN {
+        return None;
+    }
     let mut out = String::with_capacity(data.len() + data.len() / 2 + 8);
     let header = u32_at(data, 0)?;
     if header & JB_FSCALAR != 0 {
@@ -40,7 +48,7 @@ pub fn to_text(data: &[u8]) -> Option<String> {
     } else {
         container(data, &mut out, 1)?;
     }
-    Some(out)
+    (out.len() <= MAX_LEN).then_some(out)
 }
 
 fn u32_at(data: &[u8], at: usize) -> Option<u32> {
@@ -212,6 +220,9 @@ fn container(data: &[u8], out: &mut String, depth: usize) -> Option<()> {
             c.value(kk, ks, kl, out, depth)?;
             out.push_str(": ");
             c.value(vk, vs, vl, out, depth)?;
+            if out.len() > MAX_LEN {
+                return None;
+            }
         }
         out.push('}');
     } else {
@@ -222,6 +233,9 @@ fn container(data: &[u8], out: &mut String, depth: usize) -> Option<()> {
                 out.push_str(", ");
             }
             c.value(k, s, l, out, depth)?;
+            if out.len() > MAX_LEN {
+                return None;
+            }
         }
         out.push(']');
     }
@@ -302,6 +316,15 @@ fn numeric(v: &[u8], out: &mut String) -> Option<()> {
     let count = raw.len() / 2;
     let at = |i: usize| u16::from_ne_bytes([raw[2 * i], raw[2 * i + 1]]);
     if (0..count).any(|i| at(i) > 9999) {
+        return None;
+    }
+    // (the digits printed: at most 4 per base-10000 digit before the point, and dscale)
+    let before = if weight >= 0 {
+        4 * (weight as usize + 1)
+    } else {
+        1
+    };
+    if before + dscale > MAX_LEN {
         return None;
     }
     let digit = |d: i32| -> u16 {
@@ -555,6 +578,19 @@ mod tests {
             deep = V::Arr(vec![deep]);
         }
         assert_eq!(to_text(&jsonb(&deep)), None);
+    }
+
+    #[test]
+    fn text_past_max_len_is_none() {
+        // a numeric of one base-10000 digit at weight 32,767 prints 131,069 digits: eight of
+        // them in an array fit in MAX_LEN, nine do not (jsonb_out, in PostgreSQL's memory, is
+        // asked for those)
+        let big = || V::Num(num(false, 0, 32767, &[1]));
+        let one = to_text(&jsonb(&V::Arr(vec![big()]))).map(|t| t.len());
+        assert_eq!(one, Some(2 + 1 + 4 * 32767));
+        let array = |n| jsonb(&V::Arr((0..n).map(|_| big()).collect()));
+        assert!(to_text(&array(8)).is_some());
+        assert_eq!(to_text(&array(9)), None);
     }
 
     proptest::proptest! {

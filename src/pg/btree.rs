@@ -379,10 +379,12 @@ unsafe fn read(page: *const u8, key: &[u8; 16], block: u32, hint: Option<u16>) -
         };
         // Where the last entry was found last time, the run's next entry has usually been
         // added right after it: the bound is looked for there first (two tuples read instead
-        // of a binary search's eight or so, each on another cache line). A guess that misses
-        // only narrows the range the binary search then halves.
+        // of a binary search's eight or so, each on another cache line), then where it was (no
+        // entry added since). A guess that misses only narrows the range the binary search
+        // then halves.
         if let Some(h) = hint.filter(|&h| h > 0) {
-            for guess in [usize::from(h) + 1, usize::from(h) + 2] {
+            let h = usize::from(h);
+            for guess in [h + 1, h + 2, h] {
                 if guess < lo || guess >= hi {
                     continue;
                 }

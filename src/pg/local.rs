@@ -115,10 +115,22 @@ impl<T: Clone + 'static> Lower for Scoped<T> {
 
 /// A hasher for keys that are ids drawn at random (uuids, with oids and small tags beside
 /// them): their own bits are a good hash, and SipHash per probe would cost more than the probe
-/// saves. The maps are this backend's own: keys chosen to collide slow down only the session
-/// that chose them.
-#[derive(Default)]
+/// saves. Run ids can be chosen by whoever opens a run, so the state starts from a seed drawn
+/// once per backend and every word is multiplied in before the next is mixed: a difference
+/// planted in one word cannot be cancelled by the next without knowing the seed (with the
+/// seed and the words only xored and multiplied, flipping a word's top bit and one bit of the
+/// next would collide whatever the seed).
 pub struct IdHasher(u64);
+
+impl Default for IdHasher {
+    fn default() -> Self {
+        static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        IdHasher(*SEED.get_or_init(|| {
+            use std::hash::BuildHasher;
+            std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64)
+        }))
+    }
+}
 
 impl std::hash::Hasher for IdHasher {
     fn finish(&self) -> u64 {
@@ -130,8 +142,12 @@ impl std::hash::Hasher for IdHasher {
         for chunk in bytes.chunks(8) {
             let mut word = [0u8; 8];
             word[..chunk.len()].copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word))
-                .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+            self.0 = (self
+                .0
+                .rotate_left(23)
+                .wrapping_mul(0x9e_37_79_b9_7f_4a_7c_15)
+                ^ u64::from_le_bytes(word))
+            .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
         }
     }
 }
