@@ -1099,7 +1099,10 @@ BEGIN
     EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS %s MINVALUE %s MAXVALUE %s START %s',
                               seq, low + 1, high, low + 1);
     EXECUTE pg_catalog.format('SELECT max(id) FROM %s WHERE id BETWEEN %s AND %s', trail, low, high) INTO top;
-    IF top IS NOT NULL AND top >= COALESCE(pg_catalog.pg_sequence_last_value(seq::pg_catalog.regclass), low) THEN
+    -- Only forward, and only when behind the ids the shard holds (after a move): backends that
+    -- made or moved it before take ids from it meanwhile without this lock, and a setval to
+    -- what they had already passed would hand their ids out again
+    IF top IS NOT NULL AND top > COALESCE(pg_catalog.pg_sequence_last_value(seq::pg_catalog.regclass), low) THEN
         PERFORM pg_catalog.setval(seq, top);
     END IF;
     RETURN seq::pg_catalog.regclass;

@@ -338,6 +338,9 @@ check "its ids follow the order its steps were written in" "t" \
         FROM (SELECT id, row_number() OVER (ORDER BY created_at, id) AS chain_rank FROM pg_labels.steps WHERE run_id = '$R1') s) o")"
 check "verify() finds its chain intact" "t" "$(q $C agent_svc -c "SELECT intact FROM pg_labels.verify('$R1')")"
 check "no id is taken twice" "0" "$(q $C postgres -c "SELECT count(*) FROM (SELECT id FROM pg_labels.steps GROUP BY id HAVING count(*) > 1) d")"
+# (what a failure would show: the steps whose ids are taken twice, and where their shards are)
+q $C postgres -F ' ' -c "SELECT s.id, s.id >> 32 AS shard, s.run_id, s.kind, s.actor, s.created_at, s.args
+    FROM pg_labels.steps s WHERE s.id IN (SELECT id FROM pg_labels.steps GROUP BY id HAVING count(*) > 1) ORDER BY s.id, s.created_at"
 
 echo "== rebalancing onto the third worker while a writer goes on"
 before=$(q $C postgres -c "SELECT count(*) FROM pg_labels.steps")
