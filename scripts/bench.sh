@@ -51,10 +51,9 @@ if [ "$what" = all ] || [ "$what" = trail ]; then
     # (d) the same trail without its hash chain (its columns dropped: the trigger then takes
     # the path of a table that has none), for the chain's cost in the same run
     psql_q -c "DROP DATABASE IF EXISTS bench_nochain" -c "CREATE DATABASE bench_nochain"
-    psql_q -d bench_nochain -c "CREATE EXTENSION pg_labels" \
-        -c "ALTER TABLE pg_labels.steps DROP COLUMN prev_hash, DROP COLUMN hash" \
-        -c "ALTER TABLE pg_labels.runs DROP COLUMN opened_labels, DROP COLUMN chain_head, DROP COLUMN chain_slot, DROP COLUMN chain_cut, DROP COLUMN chain_cut_length" \
-        -f "$ROOT/bench/trail_setup.sql"
+    no_chain=(-c "ALTER TABLE pg_labels.steps DROP COLUMN prev_hash, DROP COLUMN hash"
+              -c "ALTER TABLE pg_labels.runs DROP COLUMN opened_labels, DROP COLUMN chain_head, DROP COLUMN chain_slot, DROP COLUMN chain_cut, DROP COLUMN chain_cut_length")
+    psql_q -d bench_nochain -c "CREATE EXTENSION pg_labels" "${no_chain[@]}" -f "$ROOT/bench/trail_setup.sql"
     # (e), with TRAIL_STORAGE=1: (d) with room for the chain's two hashes stored in every row
     # (two 32-byte bytea columns filled by their defaults), which splits the chain's cost into
     # storing its hashes (e against d) and computing them (a against e)
@@ -62,9 +61,7 @@ if [ "$what" = all ] || [ "$what" = trail ]; then
     if [ -n "${TRAIL_STORAGE:-}" ]; then
         dbs+=(bench_stored)
         psql_q -c "DROP DATABASE IF EXISTS bench_stored" -c "CREATE DATABASE bench_stored"
-        psql_q -d bench_stored -c "CREATE EXTENSION pg_labels" \
-            -c "ALTER TABLE pg_labels.steps DROP COLUMN prev_hash, DROP COLUMN hash" \
-            -c "ALTER TABLE pg_labels.runs DROP COLUMN opened_labels, DROP COLUMN chain_head, DROP COLUMN chain_slot, DROP COLUMN chain_cut, DROP COLUMN chain_cut_length" \
+        psql_q -d bench_stored -c "CREATE EXTENSION pg_labels" "${no_chain[@]}" \
             -c "ALTER TABLE pg_labels.steps ADD COLUMN room_prev bytea DEFAULT decode(repeat('ab', 32), 'hex'), ADD COLUMN room_hash bytea DEFAULT decode(repeat('cd', 32), 'hex')" \
             -f "$ROOT/bench/trail_setup.sql"
     fi

@@ -16,8 +16,7 @@ use crate::pg::datum::Name;
 use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
 use crate::pg::fmgr::{external_id, ret_bool};
 use crate::pg::heap::{active_view, is_active_view, View};
-use crate::pg::local::BackendLocal;
-use crate::pg::local::IdMap;
+use crate::pg::local::{BackendLocal, IdMap};
 use crate::pg::spi::{
     as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan,
 };
