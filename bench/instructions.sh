@@ -5,8 +5,9 @@
 #
 # A backend in single-user mode (postgres --single, autocommit: one transaction per INSERT)
 # runs N, then 2N executions of the trail benchmark's insert, prepared, into (a)
-# pg_labels.steps, (b) bench_plain.steps (bench/trail_setup.sql) and (c) bench_part.steps, (b)
-# partitioned as the trail is; the difference between the two runs, divided by
+# pg_labels.steps, (b) bench_plain.steps (bench/trail_setup.sql), (c) bench_part.steps, (b)
+# partitioned as the trail is, and (e) bench_floor.steps, (c) with a trigger that does almost
+# nothing (the floor of any trigger's cost); the difference between the two runs, divided by
 # N, is the cost of one insert, without start-up and first-use costs. Needs the extension
 # installed in the server of $PGBIN and valgrind.
 #   bench/instructions.sh [N]   (default 2000)
@@ -47,6 +48,18 @@ CREATE INDEX ON bench_part.steps (artifact_id) WHERE artifact_id IS NOT NULL;
 CREATE INDEX ON bench_part.steps (request_id) WHERE request_id IS NOT NULL;
 CREATE INDEX ON bench_part.steps (run_id) WHERE kind = 'context_read';
 CREATE INDEX ON bench_part.steps (created_at) WHERE kind = 'gate_decided' AND decision IN ('block', 'ask');
+-- (e) the least a trigger costs there: (c) with a BEFORE ROW trigger written in C that only
+-- sets the writer's name (contrib's insert_username). PostgreSQL fires it per row and then
+-- checks the row's partition again; no enforcement can cost less than this
+CREATE EXTENSION insert_username;
+CREATE SCHEMA bench_floor;
+CREATE TABLE bench_floor.steps (LIKE bench_part.steps INCLUDING ALL) PARTITION BY LIST (slot);
+DO $$ BEGIN
+    FOR s IN 0..23 LOOP
+        EXECUTE format('CREATE TABLE bench_floor.steps_%s PARTITION OF bench_floor.steps FOR VALUES IN (%s)', s, s);
+    END LOOP;
+END $$;
+CREATE TRIGGER floor BEFORE INSERT ON bench_floor.steps FOR EACH ROW EXECUTE FUNCTION insert_username(actor);
 SQL
 # (d) the trail without its hash chain (issue 17's "ratio without it", same build): the
 # chain's columns dropped, so the trigger takes the path of a table that has none
@@ -93,7 +106,7 @@ seconds() {
 }
 
 declare -A per
-for t in pg_labels.steps bench_plain.steps bench_part.steps; do
+for t in pg_labels.steps bench_plain.steps bench_part.steps bench_floor.steps; do
     one=$(count "$t" "$n")
     two=$(count "$t" $((2 * n)))
     per[$t]=$(( (two - one) / n ))
@@ -106,6 +119,9 @@ c=${per[bench_part.steps]}
 printf '%-44s %14d\n' "(c) bench_part.steps, partitioned, no trigger" "$c"
 printf 'ratio b/a (the speed ratio a/b of pgbench): %.2f\n' "$(echo "$b / $a" | bc -l)"
 printf 'ratio c/a (against the same partitioning):  %.2f\n' "$(echo "$c / $a" | bc -l)"
+e=${per[bench_floor.steps]}
+printf '%-44s %14d\n' "(e) (c) with a C trigger setting one column" "$e"
+printf 'ratio b/e (the most a/b can be, as a trigger): %.2f\n' "$(echo "$b / $e" | bc -l)"
 one=$(count pg_labels.steps "$n" bench_nochain)
 two=$(count pg_labels.steps $((2 * n)) bench_nochain)
 d=$(( (two - one) / n ))

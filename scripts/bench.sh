@@ -21,10 +21,13 @@
 #   scripts/bench.sh scale      the trail at scale (issue 18): a trail of SCALE_STEPS steps
 #                               (default 10,000,000; 30,000,000 for the other figure) over
 #                               SCALE_RUNS runs (10,000), then every ratio against the bare table
-#                               holding the same rows: single-row inserts and their WAL, 8
+#                               holding the same rows: single-row inserts and their WAL
+#                               (over SCALE_WAL_STEPS steps, 40,000, the same for both), 8
 #                               clients on one run and on 8 runs, COPY (SCALE_COPY rows,
 #                               1,000,000), INSERT ... SELECT (100,000), and the analysts'
-#                               queries against the superuser's (not part of "all")
+#                               queries against the superuser's; the writes also into the
+#                               floor, the bare table partitioned with a C trigger that does
+#                               almost nothing (not part of "all")
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 what=${1:-all}
 
@@ -223,9 +226,10 @@ if [ "$what" = scale ]; then
     nruns=${SCALE_RUNS:-10000}
     ncopy=${SCALE_COPY:-1000000}
     seconds=${SCALE_SECONDS:-10}
+    nwal=${SCALE_WAL_STEPS:-40000}
     psql_q -c "DROP DATABASE IF EXISTS bench_scale" -c "DROP ROLE IF EXISTS bench_analyst" -c "CREATE DATABASE bench_scale"
     psql_q -d bench_scale -c "CREATE EXTENSION pg_labels" -f "$ROOT/bench/trail_setup.sql"
-    log "scale: loading a trail of $steps steps over $nruns runs, and the same rows into the bare table"
+    log "scale: loading a trail of $steps steps over $nruns runs, and the same steps into the bare table"
     start=$(date +%s)
     psql_q -d bench_scale -v steps="$steps" -v runs="$nruns" -f "$ROOT/bench/scale_setup.sql" >/dev/null
     echo "loaded in $(($(date +%s) - start)) s"
@@ -237,26 +241,52 @@ if [ "$what" = scale ]; then
         printf '%s\n' "\\set r $2" \
             "INSERT INTO $1.steps (run_id, kind, tool, labels, args) VALUES (md5('scale' || :r)::uuid, 'tool_called', 'tickets.read', E'{area\\x3aacme/platform}', '{\"ticket\": 42}');"
     }
-    for t in pg_labels bench_plain; do
+    for t in pg_labels bench_plain bench_floor; do
         script $t "random(1, $nruns)" >"$work/random_$t.sql"
         script $t 1 >"$work/one_$t.sql"
         script $t ":client_id + 1" >"$work/own_$t.sql"
     done
     median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
     lsn() { "$PGBIN/psql" -X -qAt -d bench_scale -c "SELECT pg_current_wal_insert_lsn()"; }
-    declare -A tps wal
-    log "scale: pgbench -M prepared, ${seconds}s per variant, 3 rounds, interleaved"
+    declare -A tps wal timed_wal
+    # WAL per step from a checkpoint: most of it is full-page images, one per page first
+    # written after the checkpoint (the runs' last index leaves, 10,000 of them), as many for
+    # both tables when they write the same runs. Over a fixed time the slower table shares them
+    # among fewer steps, so its WAL per step reads higher for being slower (the timed rounds'
+    # figure, printed too); the WAL ratio is read over the same steps: the same number of
+    # inserts, with the same random seed (the same runs in the same order), for both tables.
+    walsteps() { # $1 workload, $2 table, $3 clients, $4 pgbench's arguments: WAL bytes per step
+        psql_q -d bench_scale -c "CHECKPOINT"
+        local l0 out n
+        l0=$(lsn)
+        out=$("$PGBIN/pgbench" -n -M prepared -c "$3" -j "$3" $4 -f "$work/${1}_$2.sql" bench_scale 2>&1)
+        n=$(echo "$out" | awk '/number of transactions actually processed/ { print $NF }' | cut -d/ -f1)
+        echo "$out" | awk '/^tps/ { print $3 }'
+        "$PGBIN/psql" -X -qAt -d bench_scale -c "SELECT round(pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$l0') / $n)"
+    }
+    # The counted rounds come first: the size of a full-page image depends on how full the
+    # page is, so both tables must have had the same inserts before (after the timed rounds the
+    # faster one has split more leaves, whose images are then smaller).
+    log "scale: WAL per step, $nwal steps per variant, 3 rounds, interleaved"
     for round in 1 2 3; do
         for w in random one own; do
             clients=8
             [ $w = random ] && clients=1
             for t in pg_labels bench_plain; do
-                psql_q -d bench_scale -c "CHECKPOINT"
-                l0=$(lsn)
-                out=$("$PGBIN/pgbench" -n -M prepared -c $clients -j $clients -T "$seconds" -f "$work/${w}_$t.sql" bench_scale 2>&1)
-                n=$(echo "$out" | awk '/number of transactions actually processed/ { print $NF }' | cut -d/ -f1)
-                tps[$w,$t]="${tps[$w,$t]:-} $(echo "$out" | awk '/^tps/ { print $3 }')"
-                wal[$w,$t]="${wal[$w,$t]:-} $("$PGBIN/psql" -X -qAt -d bench_scale -c "SELECT round(pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$l0') / $n)")"
+                out=$(walsteps $w $t $clients "-t $((nwal / clients)) --random-seed=$round")
+                wal[$w,$t]="${wal[$w,$t]:-} $(echo "$out" | tail -1)"
+            done
+        done
+    done
+    log "scale: pgbench -M prepared, ${seconds}s per variant, 3 rounds, interleaved"
+    for round in 1 2 3; do
+        for w in random one own; do
+            clients=8
+            [ $w = random ] && clients=1
+            for t in pg_labels bench_plain bench_floor; do
+                out=$(walsteps $w $t $clients "-T $seconds --random-seed=$round")
+                tps[$w,$t]="${tps[$w,$t]:-} $(echo "$out" | head -1)"
+                timed_wal[$w,$t]="${timed_wal[$w,$t]:-} $(echo "$out" | tail -1)"
             done
         done
     done
@@ -268,7 +298,7 @@ if [ "$what" = scale ]; then
     }
     declare -A ms
     for round in 1 2; do
-        for t in pg_labels bench_plain; do
+        for t in pg_labels bench_plain bench_floor; do
             psql_q -d bench_scale -c "CHECKPOINT"
             ms[copy,$t]="${ms[copy,$t]:-} $(timed "COPY $t.steps (run_id, kind, tool, labels, args) FROM '$work/copy.tsv'")"
             ms[select,$t]="${ms[select,$t]:-} $(timed "INSERT INTO $t.steps (run_id, kind, tool, labels, args) SELECT * FROM bench_scale_input LIMIT 100000")"
@@ -316,9 +346,14 @@ if [ "$what" = scale ]; then
             own) label="8 clients on 8 runs (tps)" goal=">= 0.95" ;;
         esac
         row "$label" "$a" "$b" "$(echo "$a / $b" | bc -l)" "$goal"
+        f=$(echo "${tps[$w,bench_floor]}" | median)
+        row "  the floor: a C trigger doing nothing" "$f" "$b" "$(echo "$f / $b" | bc -l)" "(the most a row trigger reaches)"
         wa=$(echo "${wal[$w,pg_labels]}" | median)
         wb=$(echo "${wal[$w,bench_plain]}" | median)
-        row "  WAL per step (bytes)" "$wa" "$wb" "$(echo "$wa / $wb" | bc -l)" "$([ $w = random ] && echo '<= 1.1')"
+        row "  WAL per step, the same $nwal steps" "$wa" "$wb" "$(echo "$wa / $wb" | bc -l)" "$([ $w = random ] && echo '<= 1.1')"
+        wa=$(echo "${timed_wal[$w,pg_labels]}" | median)
+        wb=$(echo "${timed_wal[$w,bench_plain]}" | median)
+        row "  WAL per step in the ${seconds}s rounds" "$wa" "$wb" "$(echo "$wa / $wb" | bc -l)" "(fewer steps share the images)"
     done
     for k in copy select; do
         a=$(echo "${ms[$k,pg_labels]}" | median)
@@ -328,6 +363,8 @@ if [ "$what" = scale ]; then
             select) label="INSERT ... SELECT of 100,000 (ms)" goal=">= 0.70" ;;
         esac
         row "$label" "$a" "$b" "$(echo "$b / $a" | bc -l)" "$goal"
+        f=$(echo "${ms[$k,bench_floor]}" | median)
+        row "  the floor: a C trigger doing nothing" "$f" "$b" "$(echo "$b / $f" | bc -l)" "(the most a row trigger reaches)"
     done
     for q in "${queries[@]}"; do
         name=${q%%|*}
@@ -337,7 +374,8 @@ if [ "$what" = scale ]; then
         e=$(echo "${qtps[$name,exists]}" | median)
         row "  with the policy's EXISTS per step" "$e" "$b" "$(echo "$e / $b" | bc -l)" "(before)"
     done
-    echo "ratio: enforced / bare throughput (for the bulk writes: bare time / enforced time); pgbench"
+    echo "ratio: enforced / bare throughput (for the bulk writes: bare time / enforced time); the floor:"
+    echo "the bare table partitioned as the trail, with a BEFORE ROW trigger in C that sets one column; pgbench"
     echo "medians of 3 rounds, bulk writes medians of 2; the analysts' queries against the same query"
     echo "as the superuser (no row-level security), in the analyst's transaction (enter_scope() included)"
     psql_q -d bench_scale -c "DROP OWNED BY bench_analyst" -c "DROP ROLE bench_analyst" 2>/dev/null || true
