@@ -33,18 +33,6 @@ FROM bench_scale_batches ORDER BY b \gexec
 -- every run's row names the partition its steps are in, as the trigger leaves it
 UPDATE pg_labels.runs SET chain_slot = pg_labels.trail_slot(now());
 RESET session_replication_role;
--- The bare table holds the same steps as its own writers leave them: the five columns the
--- benchmark's inserts give, no decision and no hashes (which no trigger adds there). Its pages
--- are then filled as its inserts fill them. Loaded with the trail's rows (72 bytes more each),
--- every page kept room for one of its own smaller rows, and its next inserts went back to old
--- pages: 40,000 inserts after a checkpoint wrote 40,000 full-page images of its heap, 10,463
--- bytes of WAL per step against the trail's 2,471.
-SELECT format($q$
-INSERT INTO bench_plain.steps (run_id, kind, tool, labels, args, actor, created_at, slot)
-SELECT run_id, kind, tool, labels, args, actor, created_at, slot
-FROM pg_labels.steps WHERE id BETWEEN %s AND %s$q$,
-  (SELECT min(id) FROM pg_labels.steps) + b * 1000000, (SELECT min(id) FROM pg_labels.steps) + (b + 1) * 1000000 - 1)
-FROM bench_scale_batches ORDER BY b \gexec
 -- The floor: the bare table partitioned as the trail is, with a BEFORE ROW trigger written in C
 -- that only sets the writer's name (contrib's insert_username), holding the bare table's rows.
 -- PostgreSQL fires the trigger per row, checks the row's partition again after it, and writes
@@ -56,13 +44,19 @@ CREATE TABLE bench_floor.steps (LIKE bench_plain.steps INCLUDING ALL) PARTITION 
 SELECT format('CREATE TABLE bench_floor.steps_%s PARTITION OF bench_floor.steps FOR VALUES IN (%s)', s, s)
 FROM generate_series(0, 23) s \gexec
 CREATE TRIGGER floor BEFORE INSERT ON bench_floor.steps FOR EACH ROW EXECUTE FUNCTION insert_username(actor);
+-- The bare table and the floor hold the same steps as their own writers leave them: the five
+-- columns the benchmark's inserts give, no decision and no hashes (which no trigger adds
+-- there). Their pages are then filled as their inserts fill them. Loaded with the trail's rows
+-- (72 bytes more each), every page kept room for one of the bare table's smaller rows, and its
+-- next inserts went back to old pages: 40,000 inserts after a checkpoint wrote 40,000
+-- full-page images of its heap, 10,463 bytes of WAL per step against the trail's 2,471.
 SET session_replication_role = replica;
 SELECT format($q$
-INSERT INTO bench_floor.steps (run_id, kind, tool, labels, args, actor, created_at, slot)
+INSERT INTO %s.steps (run_id, kind, tool, labels, args, actor, created_at, slot)
 SELECT run_id, kind, tool, labels, args, actor, created_at, slot
-FROM pg_labels.steps WHERE id BETWEEN %s AND %s$q$,
+FROM pg_labels.steps WHERE id BETWEEN %s AND %s$q$, t,
   (SELECT min(id) FROM pg_labels.steps) + b * 1000000, (SELECT min(id) FROM pg_labels.steps) + (b + 1) * 1000000 - 1)
-FROM bench_scale_batches ORDER BY b \gexec
+FROM bench_scale_batches, unnest(ARRAY['bench_plain', 'bench_floor']) t ORDER BY t DESC, b \gexec
 RESET session_replication_role;
 DROP TABLE bench_scale_batches;
 
