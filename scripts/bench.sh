@@ -104,6 +104,15 @@ if [ "$what" = all ] || [ "$what" = trail ]; then
         done
     done
     median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+    # a 95% interval of the rounds' median a/d, free of any assumption on how rounds spread:
+    # [x(k), x(n+1-k)] of the sorted rounds, k the largest with 2 P(Bin(n, 1/2) < k) <= 0.05
+    # (the sign test); none with fewer than 6 rounds
+    interval() {
+        tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END {
+            n = NR; p = 0.5 ^ n; c = p; k = 0
+            for (j = 0; j < n && 2 * c <= 0.05; j++) { k = j + 1; p = p * (n - j) / (j + 1); c += p }
+            if (k == 0) print "none (fewer than 6 rounds)"; else printf "%.3f - %.3f\n", a[k], a[n + 1 - k] }'
+    }
     printf '\n%-8s %14s %14s %14s %14s %8s %8s %8s %8s %10s\n' clients "(a) enforced" "(b) plain" "(c) plpgsql" "(d) no chain" "a/b" "a/c" "d/b" "a/d" "rounds a/d"
     for clients in 1 2; do
         a=$(echo "${runs[$clients,labels]}" | median)
@@ -114,6 +123,7 @@ if [ "$what" = all ] || [ "$what" = trail ]; then
         printf '%-8s %14.0f %14.0f %14.0f %14.0f %8.2f %8.2f %8.2f %8.3f %10.3f\n' "$clients" "$a" "$b" "$c" "$d" \
             "$(echo "$a / $b" | bc -l)" "$(echo "$a / $c" | bc -l)" "$(echo "$d / $b" | bc -l)" "$(echo "$a / $d" | bc -l)" "$p"
         echo "         rounds' a/d: $(echo "${pairs[$clients]}" | tr ' ' '\n' | grep -v '^$' | xargs printf '%.3f ')"
+        echo "         95% interval of the rounds' median a/d: $(echo "${pairs[$clients]}" | interval)"
         if [ -n "${TRAIL_STORAGE:-}" ]; then
             e=$(echo "${runs[$clients,stored]}" | median)
             printf '         (e) the hashes stored, no chain: %.0f tps; e/d %.3f (storing), a/e %.3f (computing)\n' \
