@@ -131,6 +131,18 @@ CREATE FUNCTION pg_labels.artifact_visible(rel oid, artifact uuid) RETURNS boole
 AS 'MODULE_PATHNAME', 'pgl_artifact_visible' LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION pg_labels.artifact_visible(oid, uuid) IS
     'The artifact (read next to the relation rel) is one the caller sees: a writer of artifacts, or its labels are visible';
+-- The policies of runs, steps, artifacts, agent versions and listeners: a writer of the table
+-- sees every row (asked per row and kept for the statement: a subquery in a policy is planned
+-- with every query and tested in every row's qual). COST 10: a query's own cheap and leakproof
+-- conditions (run_id = ...) are tested before them
+CREATE FUNCTION pg_labels.readable(tab pg_catalog.regclass, labels @extschema@.labelset) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_readable' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10;
+COMMENT ON FUNCTION pg_labels.readable(pg_catalog.regclass, @extschema@.labelset) IS
+    'A row of tab with these labels is one the caller sees: a writer of tab (INSERT on it), or the entered scope can carry the labels';
+CREATE FUNCTION pg_labels.step_readable(tab pg_catalog.regclass, labels @extschema@.labelset, run uuid) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_step_readable' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10;
+COMMENT ON FUNCTION pg_labels.step_readable(pg_catalog.regclass, @extschema@.labelset, uuid) IS
+    'A step of tab with these labels in this run is one the caller sees: a writer of tab, or the entered scope can carry the labels and run_visible(tab, run)';
 CREATE FUNCTION pg_labels.next_share_id() RETURNS bigint
 AS 'MODULE_PATHNAME', 'pgl_next_share_id' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION pg_labels.next_share_id() IS

@@ -247,6 +247,18 @@ CREATE FUNCTION pg_labels.artifact_visible(rel oid, artifact uuid) RETURNS boole
 AS 'MODULE_PATHNAME', 'pgl_artifact_visible' LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION pg_labels.artifact_visible(oid, uuid) IS
     'The artifact (read next to the relation rel) is one the caller sees: a writer of artifacts, or its labels are visible';
+-- The policies of runs, steps, artifacts, agent versions and listeners: a writer of the table
+-- sees every row (asked per row and kept for the statement: a subquery in a policy is planned
+-- with every query and tested in every row's qual). COST 10: a query's own cheap and leakproof
+-- conditions (run_id = ...) are tested before them
+CREATE FUNCTION pg_labels.readable(tab pg_catalog.regclass, labels @extschema@.labelset) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_readable' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10;
+COMMENT ON FUNCTION pg_labels.readable(pg_catalog.regclass, @extschema@.labelset) IS
+    'A row of tab with these labels is one the caller sees: a writer of tab (INSERT on it), or the entered scope can carry the labels';
+CREATE FUNCTION pg_labels.step_readable(tab pg_catalog.regclass, labels @extschema@.labelset, run uuid) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_step_readable' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10;
+COMMENT ON FUNCTION pg_labels.step_readable(pg_catalog.regclass, @extschema@.labelset, uuid) IS
+    'A step of tab with these labels in this run is one the caller sees: a writer of tab, or the entered scope can carry the labels and run_visible(tab, run)';
 
 CREATE OR REPLACE FUNCTION pg_labels.enter_scope(scope @extschema@.scope, for_session boolean DEFAULT false)
 RETURNS @extschema@.scope
@@ -757,23 +769,18 @@ ALTER TABLE pg_labels.listeners ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECUR
 ALTER TABLE pg_labels.crossings ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
 ALTER TABLE pg_labels.grants ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
 CREATE POLICY runs_visible ON pg_labels.runs
-    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.runs'::pg_catalog.regclass, 'INSERT'))
-           OR pg_labels.visible(labels));
+    USING (pg_labels.readable('pg_labels.runs'::pg_catalog.regclass, labels));
 CREATE POLICY steps_visible ON pg_labels.steps
-    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.regclass, 'INSERT'))
-           OR (pg_labels.visible(labels) AND pg_labels.run_visible('pg_labels.steps'::pg_catalog.regclass, run_id)));
+    USING (pg_labels.step_readable('pg_labels.steps'::pg_catalog.regclass, labels, run_id));
 CREATE POLICY artifacts_visible ON pg_labels.artifacts
-    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.artifacts'::pg_catalog.regclass, 'INSERT'))
-           OR pg_labels.visible(labels));
+    USING (pg_labels.readable('pg_labels.artifacts'::pg_catalog.regclass, labels));
 CREATE POLICY shares_visible ON pg_labels.shares
     USING ((SELECT pg_catalog.has_table_privilege('pg_labels.shares'::pg_catalog.regclass, 'INSERT'))
            OR EXISTS (SELECT FROM pg_labels.artifacts a WHERE a.id = artifact_id));
 CREATE POLICY agent_versions_visible ON pg_labels.agent_versions
-    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.agent_versions'::pg_catalog.regclass, 'INSERT'))
-           OR pg_labels.visible(@extschema@.labelset(scope)));
+    USING (pg_labels.readable('pg_labels.agent_versions'::pg_catalog.regclass, @extschema@.labelset(scope)));
 CREATE POLICY listeners_visible ON pg_labels.listeners
-    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.listeners'::pg_catalog.regclass, 'INSERT'))
-           OR pg_labels.visible(@extschema@.labelset(scope)));
+    USING (pg_labels.readable('pg_labels.listeners'::pg_catalog.regclass, @extschema@.labelset(scope)));
 -- crossings are written only through authorize_crossing() and revoke_crossing(), which run
 -- as the owner; the guard trigger refuses every other write, so no policy lets one through
 CREATE POLICY crossings_visible ON pg_labels.crossings
@@ -797,8 +804,7 @@ BEGIN
     FOR part IN SELECT 'pg_labels.steps_' || lpad(s::text, 2, '0') FROM generate_series(0, 23) s LOOP
         EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY', part);
         EXECUTE format($p$CREATE POLICY steps_visible ON %s
-            USING ((SELECT pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.regclass, 'INSERT'))
-                   OR (pg_labels.visible(labels) AND pg_labels.run_visible('pg_labels.steps'::pg_catalog.regclass, run_id)))$p$, part);
+            USING (pg_labels.step_readable('pg_labels.steps'::pg_catalog.regclass, labels, run_id))$p$, part);
         EXECUTE format('CREATE TRIGGER steps_no_truncate BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only()', part);
     END LOOP;
 END

@@ -361,23 +361,18 @@ ALTER TABLE pg_labels.listeners ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECUR
 ALTER TABLE pg_labels.crossings ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
 ALTER TABLE pg_labels.grants ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
 CREATE POLICY runs_visible ON pg_labels.runs
-    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.runs'::pg_catalog.regclass, 'INSERT'))
-           OR pg_labels.visible(labels));
+    USING (pg_labels.readable('pg_labels.runs'::pg_catalog.regclass, labels));
 CREATE POLICY steps_visible ON pg_labels.steps
-    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.regclass, 'INSERT'))
-           OR (pg_labels.visible(labels) AND pg_labels.run_visible('pg_labels.steps'::pg_catalog.regclass, run_id)));
+    USING (pg_labels.step_readable('pg_labels.steps'::pg_catalog.regclass, labels, run_id));
 CREATE POLICY artifacts_visible ON pg_labels.artifacts
-    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.artifacts'::pg_catalog.regclass, 'INSERT'))
-           OR pg_labels.visible(labels));
+    USING (pg_labels.readable('pg_labels.artifacts'::pg_catalog.regclass, labels));
 CREATE POLICY shares_visible ON pg_labels.shares
     USING ((SELECT pg_catalog.has_table_privilege('pg_labels.shares'::pg_catalog.regclass, 'INSERT'))
            OR EXISTS (SELECT FROM pg_labels.artifacts a WHERE a.id = artifact_id));
 CREATE POLICY agent_versions_visible ON pg_labels.agent_versions
-    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.agent_versions'::pg_catalog.regclass, 'INSERT'))
-           OR pg_labels.visible(@extschema@.labelset(scope)));
+    USING (pg_labels.readable('pg_labels.agent_versions'::pg_catalog.regclass, @extschema@.labelset(scope)));
 CREATE POLICY listeners_visible ON pg_labels.listeners
-    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.listeners'::pg_catalog.regclass, 'INSERT'))
-           OR pg_labels.visible(@extschema@.labelset(scope)));
+    USING (pg_labels.readable('pg_labels.listeners'::pg_catalog.regclass, @extschema@.labelset(scope)));
 -- crossings are written only through authorize_crossing() and revoke_crossing(), which run
 -- as the owner; the guard trigger refuses every other write, so no policy lets one through
 CREATE POLICY crossings_visible ON pg_labels.crossings
@@ -401,8 +396,7 @@ BEGIN
     FOR part IN SELECT 'pg_labels.steps_' || lpad(s::text, 2, '0') FROM generate_series(0, 23) s LOOP
         EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY', part);
         EXECUTE format($p$CREATE POLICY steps_visible ON %s
-            USING ((SELECT pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.regclass, 'INSERT'))
-                   OR (pg_labels.visible(labels) AND pg_labels.run_visible('pg_labels.steps'::pg_catalog.regclass, run_id)))$p$, part);
+            USING (pg_labels.step_readable('pg_labels.steps'::pg_catalog.regclass, labels, run_id))$p$, part);
         EXECUTE format('CREATE TRIGGER steps_no_truncate BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only()', part);
     END LOOP;
 END

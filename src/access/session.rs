@@ -58,7 +58,25 @@ struct State {
     carried: Option<(u64, Oid, Vec<u8>, bool)>,
     /// `run_visible()`'s and `artifact_visible()`'s answers under one view: see [`Seen`].
     seen: Option<Seen>,
+    /// Which tables the current role writes, under one view: see [`Writes`].
+    writes: Option<Writes>,
 }
+
+/// A writer of a platform table (a role that may insert into it) sees every row of it: the
+/// policies of `runs`, `steps`, `artifacts`, `agent_versions` and `listeners` ask, for every
+/// row, through `readable()` and `step_readable()` (a subquery evaluated once per query would
+/// be planned with every query, and evaluated in every row's qual). The answer is kept while
+/// it cannot change: in one transaction, for one role, while the active snapshot's head is the
+/// same (its command id moves after the transaction's own changes, such as a GRANT, and its
+/// count of invalidations read after anyone else's).
+struct Writes {
+    /// (transaction, role, the active snapshot's head)
+    view: (u64, Oid, [u64; 3]),
+    tables: Vec<(Oid, bool)>,
+}
+
+/// How many tables' answers one view keeps.
+const WRITES_KEPT: usize = 16;
 
 /// The steps' policy asks, for every step a query reads, whether its run is visible: a probe
 /// of `runs` per step, the same run's for every step of a run. Under one view of the data (the
@@ -110,6 +128,7 @@ static STATE: BackendLocal<State> = BackendLocal::new(State {
     answers: None,
     carried: None,
     seen: None,
+    writes: None,
 });
 
 impl Answers {
@@ -521,30 +540,89 @@ sql_function! {
 
     /// `pg_labels.visible(labels labelset) → boolean`: the entered scope can carry the labels.
     fn pgl_visible(call) {
-        // SAFETY: as below.
-        if unsafe { external_id(call.datum(0).cast_mut_ptr()) }.is_none() {
-            let labels = call.labelset(0)?;
-            let user = current_user();
-            if let Some(answer) =
-                state(|s| in_force(s, user).map(|(_, scope)| labels.carried_by(scope)))
-            {
-                return ret_bool(answer);
-            }
-        }
-        let Some(scope) = effective()? else {
-            return ret_bool(false);
-        };
-        // SAFETY: the argument is a varlena (a labelset: the function is STRICT and declared so).
-        let stored = unsafe { external_id(call.datum(0).cast_mut_ptr()) };
-        if let Some(answer) = stored.and_then(|v| kept_answer(&scope, v)) {
-            return ret_bool(answer);
-        }
-        let answer = call.labelset(0)?.carried_by(&scope);
-        if let Some(v) = stored {
-            keep_answer(&scope, v, answer);
-        }
-        ret_bool(answer)
+        ret_bool(visible_at(&call, 0)?)
     }
+
+    /// `pg_labels.readable(tab regclass, labels labelset) → boolean`: the policy of runs,
+    /// artifacts, agent versions and listeners: the caller writes `tab`, or the entered scope
+    /// can carry the labels.
+    fn pgl_readable(call) {
+        let tab = Oid::from(call.datum(0).value() as u32);
+        ret_bool(writes(tab) || visible_at(&call, 1)?)
+    }
+
+    /// `pg_labels.step_readable(tab regclass, labels labelset, run uuid) → boolean`: the
+    /// steps' policy: the caller writes `tab`, or the entered scope can carry the labels and the
+    /// run (read next to `tab`) is one the caller sees, as `run_visible(tab, run)`.
+    fn pgl_step_readable(call) {
+        let tab = Oid::from(call.datum(0).value() as u32);
+        if writes(tab) {
+            return ret_bool(true);
+        }
+        if !visible_at(&call, 1)? {
+            return ret_bool(false);
+        }
+        let run = crate::pg::datum::uuid_arg(&call, 2);
+        ret_bool(row_visible_for(tab, "runs", run)?)
+    }
+}
+
+/// `visible()` of the labelset in argument `n` (not NULL: the functions are STRICT).
+fn visible_at(call: &crate::pg::fmgr::Call<'_>, n: usize) -> Result<bool> {
+    // SAFETY: as below.
+    if unsafe { external_id(call.datum(n).cast_mut_ptr()) }.is_none() {
+        let labels = call.labelset(n)?;
+        let user = current_user();
+        if let Some(answer) =
+            state(|s| in_force(s, user).map(|(_, scope)| labels.carried_by(scope)))
+        {
+            return Ok(answer);
+        }
+    }
+    let Some(scope) = effective()? else {
+        return Ok(false);
+    };
+    // SAFETY: the argument is a varlena (a labelset: the function is STRICT and declared so).
+    let stored = unsafe { external_id(call.datum(n).cast_mut_ptr()) };
+    if let Some(answer) = stored.and_then(|v| kept_answer(&scope, v)) {
+        return Ok(answer);
+    }
+    let answer = call.labelset(n)?.carried_by(&scope);
+    if let Some(v) = stored {
+        keep_answer(&scope, v, answer);
+    }
+    Ok(answer)
+}
+
+/// May the current role insert into `tab` (see [`Writes`])?
+fn writes(tab: Oid) -> bool {
+    let user = current_user();
+    let Some(head) = crate::pg::heap::active_head() else {
+        return crate::pg::spi::may_insert(tab);
+    };
+    let kept = state(|s| {
+        let view = (s.xact, user, head);
+        let w = s.writes.as_ref().filter(|w| w.view == view)?;
+        w.tables.iter().find(|t| t.0 == tab).map(|t| t.1)
+    });
+    if let Some(ok) = kept {
+        return ok;
+    }
+    let ok = crate::pg::spi::may_insert(tab);
+    state(|s| {
+        let view = (s.xact, user, head);
+        let w = match &mut s.writes {
+            Some(w) if w.view == view => w,
+            other => other.insert(Writes {
+                view,
+                tables: Vec::new(),
+            }),
+        };
+        if w.tables.len() < WRITES_KEPT {
+            w.tables.push((tab, ok));
+        }
+    });
+    ok
 }
 
 /// [`pgl_run_visible`], [`pgl_artifact_visible`]: the row of `table` with the id in argument 1,
@@ -553,11 +631,16 @@ fn row_visible(call: &crate::pg::fmgr::Call<'_>, table: &'static str) -> Result<
     if call.is_null(0) || call.is_null(1) {
         return ret_bool(false);
     }
-    let Some(namespace) = platform_schema() else {
-        return ret_bool(false);
-    };
     let rel = Oid::from(call.datum(0).value() as u32);
     let id = crate::pg::datum::uuid_arg(call, 1);
+    ret_bool(row_visible_for(rel, table, id)?)
+}
+
+/// [`row_visible`] of the row of `table` with id `id`, read next to `rel`.
+fn row_visible_for(rel: Oid, table: &'static str, id: crate::pg::datum::Uuid) -> Result<bool> {
+    let Some(namespace) = platform_schema() else {
+        return Ok(false);
+    };
     let key = (rel, table, id.0);
     // the answer depends on the row as the active snapshot shows it, the role (a writer sees
     // every row) and the scope: kept under all four, when a scope is entered
@@ -575,7 +658,7 @@ fn row_visible(call: &crate::pg::fmgr::Call<'_>, table: &'static str) -> Result<
             seen.answers.get(&key).copied()
         });
         if let Some(answer) = kept {
-            return ret_bool(answer);
+            return Ok(answer);
         }
     }
     let scope = effective()?;
@@ -598,7 +681,7 @@ fn row_visible(call: &crate::pg::fmgr::Call<'_>, table: &'static str) -> Result<
             seen.answers.insert(key, answer);
         });
     }
-    ret_bool(answer)
+    Ok(answer)
 }
 
 /// [`row_visible`] read from the table: a writer of `table` sees every row, others a row whose

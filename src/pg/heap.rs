@@ -740,6 +740,13 @@ fn active_mvcc() -> Option<(
     }
 }
 
+/// The head of the active MVCC snapshot alone: its bounds, its command id and how many
+/// invalidations this backend has read until now. It changes after any change to the catalogs
+/// that this backend can see (its own, after the next command; another's, once read).
+pub fn active_head() -> Option<[u64; 3]> {
+    active_mvcc().map(|(head, _, _)| head)
+}
+
 /// The active snapshot's [`View`].
 pub fn active_view() -> Option<View> {
     let (head, xip, subxip) = active_mvcc()?;

@@ -466,10 +466,16 @@ fn may(relid: Oid, mode: u32) -> bool {
     if relid == Oid::INVALID {
         return false;
     }
-    // SAFETY: a privilege check on an OID (a missing relation was excluded above; a
-    // concurrently dropped one reads as no privilege).
+    // SAFETY: a syscache probe, then a privilege check on an OID whose relation exists (a
+    // missing one is no privilege, as has_table_privilege() answers, not an error).
     unsafe {
-        pg_sys::pg_class_aclcheck(relid, current_user(), mode as pg_sys::AclMode)
+        pg_sys::SearchSysCacheExists(
+            pg_sys::SysCacheIdentifier::RELOID as i32,
+            Datum::from(relid),
+            Datum::from(0usize),
+            Datum::from(0usize),
+            Datum::from(0usize),
+        ) && pg_sys::pg_class_aclcheck(relid, current_user(), mode as pg_sys::AclMode)
             == pg_sys::AclResult::ACLCHECK_OK
     }
 }

@@ -2,9 +2,9 @@
 -- carrying a label) under row-level security, as a role that is not a superuser: each plan uses
 -- the index it is meant to (EXPLAIN), and each answer is exactly the rows the analyst's scope
 -- can carry, counted by the superuser without row-level security. A step is visible with its
--- run: the steps' policy asks pg_labels.run_visible() once per run of a query (its answer is
--- kept while what the query sees cannot change), and a run whose labels grow, or a savepoint
--- rolled back, changes the next statement's answer.
+-- run: the steps' policy (pg_labels.step_readable()) reads the run once per run of a query (its
+-- answer is kept while what the query sees cannot change), and a run whose labels grow, or a
+-- savepoint rolled back, changes the next statement's answer.
 \pset null '(null)'
 CREATE ROLE regress_aq_analyst LOGIN;
 CREATE ROLE regress_aq_writer LOGIN;
@@ -120,6 +120,48 @@ EXECUTE run1_steps;
 \! "$PG_LABELS_PSQL" -X -q -U postgres -c "SET ROLE regress_aq_writer" -c "INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('ae000000-0000-0000-0000-000000000001', 'input', '{area:acme/finance}')"
 EXECUTE run1_steps;
 COMMIT;
+
+-- a writer of a table reads every row of it: the policies ask per row (no subquery) and keep
+-- the answer for the statement, so INSERT granted in the transaction, directly or through a
+-- role, counts from the next statement, and so does its revoke
+BEGIN;
+SET ROLE regress_aq_analyst;
+SELECT pg_labels.enter_scope('acme/platform') IS NOT NULL AS entered;
+SELECT count(*) AS runs_in_scope FROM pg_labels.runs WHERE id::text LIKE 'ae%';
+EXECUTE run1_steps;
+RESET ROLE;
+GRANT INSERT ON pg_labels.runs, pg_labels.steps TO regress_aq_analyst;
+SET ROLE regress_aq_analyst;
+SELECT count(*) AS runs_as_writer FROM pg_labels.runs WHERE id::text LIKE 'ae%';
+EXECUTE run1_steps;
+RESET ROLE;
+REVOKE INSERT ON pg_labels.runs, pg_labels.steps FROM regress_aq_analyst;
+SET ROLE regress_aq_analyst;
+SELECT count(*) AS runs_revoked FROM pg_labels.runs WHERE id::text LIKE 'ae%';
+EXECUTE run1_steps;
+RESET ROLE;
+GRANT regress_aq_writer TO regress_aq_analyst;
+SET ROLE regress_aq_analyst;
+SELECT count(*) AS runs_as_member_of_writer FROM pg_labels.runs WHERE id::text LIKE 'ae%';
+EXECUTE run1_steps;
+RESET ROLE;
+REVOKE regress_aq_writer FROM regress_aq_analyst;
+SET ROLE regress_aq_analyst;
+SELECT count(*) AS runs_no_longer_member FROM pg_labels.runs WHERE id::text LIKE 'ae%';
+EXECUTE run1_steps;
+COMMIT;
+
+-- the policies' functions called directly: a table that does not exist has no writers (as
+-- has_table_privilege() answers it, not an error); a writer reads every row, whatever it entered
+SET ROLE regress_aq_analyst;
+SELECT pg_labels.readable(4000000000::oid::regclass, '{tag:pii}') AS no_such_table,
+       pg_labels.step_readable(4000000000::oid::regclass, '{tag:pii}', 'ae000000-0000-0000-0000-000000000002') AS no_such_trail,
+       pg_labels.readable('pg_labels.runs', '{company:globex}') AS not_a_writer;
+SET ROLE regress_aq_writer;
+SELECT pg_labels.readable('pg_labels.runs', '{company:globex}') AS writer_of_runs,
+       pg_labels.step_readable('pg_labels.steps', '{company:globex}', 'ae000000-0000-0000-0000-000000000002') AS writer_of_steps,
+       pg_labels.readable('pg_labels.artifacts', '{company:globex}') AS not_a_writer_of_artifacts;
+RESET ROLE;
 
 -- a role that may read the steps but not the runs is refused, as the policy's reading of runs
 -- was when it was a subquery (42501), whatever it entered
