@@ -66,12 +66,14 @@ struct State {
 /// policies of `runs`, `steps`, `artifacts`, `agent_versions` and `listeners` ask, for every
 /// row, through `readable()` and `step_readable()` (a subquery evaluated once per query would
 /// be planned with every query, and evaluated in every row's qual). The answer is kept while
-/// it cannot change: in one transaction, for one role, while the active snapshot's head is the
-/// same (its command id moves after the transaction's own changes, such as a GRANT, and its
-/// count of invalidations read after anyone else's).
+/// it cannot change: in one transaction, for one role, while no invalidation that could change
+/// a privilege was read ([`crate::pg::inval`]: a table's privileges or owner, a role's
+/// attributes or memberships; the transaction's own changes are read at its next command and
+/// when a savepoint rolls back) and the active snapshot's head is the same. A savepoint rolled
+/// back also drops it.
 struct Writes {
-    /// (transaction, role, the active snapshot's head)
-    view: (u64, Oid, [u64; 3]),
+    /// (transaction, role, invalidation generation, the active snapshot's head)
+    view: (u64, Oid, u64, [u64; 3]),
     tables: Vec<(Oid, bool)>,
 }
 
@@ -225,6 +227,7 @@ fn subxact_event(
 ) {
     if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
         s.seen = None; // what its writes showed is gone
+        s.writes = None; // and the privileges it granted or revoked
     }
     if s.saved.last().map(|e| e.0) != Some(my) {
         return;
@@ -547,6 +550,11 @@ sql_function! {
     /// artifacts, agent versions and listeners: the caller writes `tab`, or the entered scope
     /// can carry the labels.
     fn pgl_readable(call) {
+        // an analyst's row first: its scope in force carries the labels (what a writer is
+        // asked, and visible() in full, only past that)
+        if visible_in_force(&call, 1) {
+            return ret_bool(true);
+        }
         let tab = Oid::from(call.datum(0).value() as u32);
         ret_bool(writes(tab) || visible_at(&call, 1)?)
     }
@@ -565,6 +573,21 @@ sql_function! {
         let run = crate::pg::datum::uuid_arg(&call, 2);
         ret_bool(row_visible_for(tab, "runs", run)?)
     }
+}
+
+/// The labelset in argument `n` is stored inline and the scope in force for the current role
+/// (one the state alone tells: see [`in_force`]) carries it. Never an error: false when it
+/// cannot tell.
+fn visible_in_force(call: &crate::pg::fmgr::Call<'_>, n: usize) -> bool {
+    // SAFETY: the argument is a varlena (a labelset: the functions are STRICT and declared so).
+    if unsafe { external_id(call.datum(n).cast_mut_ptr()) }.is_some() {
+        return false;
+    }
+    let Ok(labels) = call.labelset(n) else {
+        return false;
+    };
+    let user = current_user();
+    state(|s| in_force(s, user).is_some_and(|(_, scope)| labels.carried_by(scope)))
 }
 
 /// `visible()` of the labelset in argument `n` (not NULL: the functions are STRICT).
@@ -600,8 +623,9 @@ fn writes(tab: Oid) -> bool {
     let Some(head) = crate::pg::heap::active_head() else {
         return crate::pg::spi::may_insert(tab);
     };
+    let generation = crate::pg::inval::generation();
     let kept = state(|s| {
-        let view = (s.xact, user, head);
+        let view = (s.xact, user, generation, head);
         let w = s.writes.as_ref().filter(|w| w.view == view)?;
         w.tables.iter().find(|t| t.0 == tab).map(|t| t.1)
     });
@@ -610,7 +634,7 @@ fn writes(tab: Oid) -> bool {
     }
     let ok = crate::pg::spi::may_insert(tab);
     state(|s| {
-        let view = (s.xact, user, head);
+        let view = (s.xact, user, generation, head);
         let w = match &mut s.writes {
             Some(w) if w.view == view => w,
             other => other.insert(Writes {

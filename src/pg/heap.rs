@@ -729,11 +729,7 @@ fn active_mvcc() -> Option<(
             }
         };
         Some((
-            [
-                u64::from(s.xmin.into_inner()) << 32 | u64::from(s.xmax.into_inner()),
-                u64::from(s.curcid) << 1 | u64::from(s.suboverflowed),
-                pg_sys::SharedInvalidMessageCounter,
-            ],
+            head_of(s),
             list(s.xip, s.xcnt as usize),
             list(s.subxip, s.subxcnt as usize),
         ))
@@ -742,9 +738,27 @@ fn active_mvcc() -> Option<(
 
 /// The head of the active MVCC snapshot alone: its bounds, its command id and how many
 /// invalidations this backend has read until now. It changes after any change to the catalogs
-/// that this backend can see (its own, after the next command; another's, once read).
+/// that this backend can see (its own, after the next command; another's, once read). Also on
+/// a standby, and whatever the number of running transactions (which [`View`] does not hold).
 pub fn active_head() -> Option<[u64; 3]> {
-    active_mvcc().map(|(head, _, _)| head)
+    // SAFETY: reads the active snapshot, which lives while it is active.
+    unsafe {
+        if !active_snapshot_set() {
+            return None;
+        }
+        let s = &*get_active_snapshot();
+        (s.snapshot_type == pg_sys::SnapshotType::SNAPSHOT_MVCC).then(|| head_of(s))
+    }
+}
+
+/// The head of a snapshot: see [`active_head`].
+fn head_of(s: &pg_sys::SnapshotData) -> [u64; 3] {
+    [
+        u64::from(s.xmin.into_inner()) << 32 | u64::from(s.xmax.into_inner()),
+        u64::from(s.curcid) << 1 | u64::from(s.suboverflowed),
+        // SAFETY: a plain read of this backend's count of invalidations read.
+        unsafe { pg_sys::SharedInvalidMessageCounter },
+    ]
 }
 
 /// The active snapshot's [`View`].

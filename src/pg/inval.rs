@@ -1,7 +1,9 @@
 //! Knowing when what a backend keeps about catalogs goes stale: a count of the invalidations
-//! this backend has read that could change a relation's name, schema or columns, a schema's
-//! name, or a role's name. A cache tags what it keeps with [`generation`] and trusts it while
-//! the count stays the same.
+//! this backend has read that could change a relation's name, schema, columns or privileges,
+//! a schema's name, or a role's name, attributes or memberships. A cache tags what it keeps
+//! with [`generation`] and trusts it while the count stays the same. The backend's own changes
+//! count from its next command (and when a savepoint is rolled back: PostgreSQL reads them
+//! then too).
 //!
 //! PostgreSQL delivers invalidations to a backend when it takes a lock on a relation and at the
 //! start of each transaction, so a relation's trigger, which runs with its relation locked,
@@ -37,6 +39,7 @@ pub fn generation() -> u64 {
             for cache in [
                 pg_sys::SysCacheIdentifier::NAMESPACEOID,
                 pg_sys::SysCacheIdentifier::AUTHOID,
+                pg_sys::SysCacheIdentifier::AUTHMEMMEMROLE,
             ] {
                 pg_sys::CacheRegisterSyscacheCallback(
                     cache as i32,

@@ -151,6 +151,47 @@ SELECT count(*) AS runs_no_longer_member FROM pg_labels.runs WHERE id::text LIKE
 EXECUTE run1_steps;
 COMMIT;
 
+-- a privilege granted in a savepoint that is rolled back goes with it, also under REPEATABLE
+-- READ (where the snapshot stays the same), granted directly or through a role; a cursor
+-- fetched after a REVOKE reads as the role now may, as the policy's subquery evaluated at the
+-- first fetch did
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SET ROLE regress_aq_analyst;
+SELECT pg_labels.enter_scope('acme/platform') IS NOT NULL AS entered;
+SELECT count(*) AS runs_in_scope FROM pg_labels.runs WHERE id::text LIKE 'ae%';
+RESET ROLE;
+SAVEPOINT grant_insert;
+GRANT INSERT ON pg_labels.runs TO regress_aq_analyst;
+SET ROLE regress_aq_analyst;
+SELECT count(*) AS runs_as_writer FROM pg_labels.runs WHERE id::text LIKE 'ae%';
+RESET ROLE;
+ROLLBACK TO SAVEPOINT grant_insert;
+SET ROLE regress_aq_analyst;
+SELECT count(*) AS runs_grant_rolled_back FROM pg_labels.runs WHERE id::text LIKE 'ae%';
+RESET ROLE;
+SAVEPOINT grant_role;
+GRANT regress_aq_writer TO regress_aq_analyst;
+SET ROLE regress_aq_analyst;
+SELECT count(*) AS runs_as_member_of_writer FROM pg_labels.runs WHERE id::text LIKE 'ae%';
+RESET ROLE;
+ROLLBACK TO SAVEPOINT grant_role;
+SET ROLE regress_aq_analyst;
+SELECT count(*) AS runs_membership_rolled_back FROM pg_labels.runs WHERE id::text LIKE 'ae%';
+COMMIT;
+RESET ROLE;
+BEGIN;
+GRANT INSERT ON pg_labels.runs TO regress_aq_analyst;
+SET ROLE regress_aq_analyst;
+SELECT pg_labels.enter_scope('acme/platform') IS NOT NULL AS entered;
+SELECT count(*) AS runs_as_writer FROM pg_labels.runs WHERE id::text LIKE 'ae%';
+DECLARE runs_cursor CURSOR FOR SELECT count(*) AS runs_fetched_after_revoke FROM pg_labels.runs WHERE id::text LIKE 'ae%';
+RESET ROLE;
+REVOKE INSERT ON pg_labels.runs FROM regress_aq_analyst;
+SET ROLE regress_aq_analyst;
+FETCH runs_cursor;
+COMMIT;
+RESET ROLE;
+
 -- the policies' functions called directly: a table that does not exist has no writers (as
 -- has_table_privilege() answers it, not an error); a writer reads every row, whatever it entered
 SET ROLE regress_aq_analyst;
