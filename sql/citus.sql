@@ -106,17 +106,38 @@ DECLARE
     low bigint := shard << 32;
     high bigint := ((shard + 1) << 32) - 1;
     top bigint;
+    session_lock boolean := false;
 BEGIN
-    -- one backend at a time per shard: the sequence is made, or moved past what arrived, once
-    PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('pg_labels.shard_sequence'), shard::int);
-    EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS %s MINVALUE %s MAXVALUE %s START %s',
-                              seq, low + 1, high, low + 1);
-    EXECUTE pg_catalog.format('SELECT max(id) FROM %s WHERE id BETWEEN %s AND %s', trail, low, high) INTO top;
-    -- Only forward, and only when behind the ids the shard holds (after a move): backends that
-    -- made or moved it before take ids from it meanwhile without this lock, and a setval to
-    -- what they had already passed would hand their ids out again
-    IF top IS NOT NULL AND top > COALESCE(pg_catalog.pg_sequence_last_value(seq::pg_catalog.regclass), low) THEN
-        PERFORM pg_catalog.setval(seq, top);
+    -- One backend at a time per shard: the sequence is made, or moved past what arrived, once.
+    -- Made: under a lock held until this transaction ends (another backend's CREATE ... IF NOT
+    -- EXISTS would fail on the sequence not yet committed). There already: under a lock given
+    -- up at once (a sequence's values are not transactional), not held to the end of a
+    -- transaction whose step then waits for its run's row while another step holding that row
+    -- waits for this lock (a deadlock the Citus suite's storm met)
+    IF pg_catalog.to_regclass(seq) IS NULL THEN
+        PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('pg_labels.shard_sequence'), shard::int);
+        EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS %s MINVALUE %s MAXVALUE %s START %s',
+                                  seq, low + 1, high, low + 1);
+    ELSE
+        PERFORM pg_catalog.pg_advisory_lock(pg_catalog.hashtext('pg_labels.shard_sequence'), shard::int);
+        session_lock := true;
+    END IF;
+    BEGIN
+        EXECUTE pg_catalog.format('SELECT max(id) FROM %s WHERE id BETWEEN %s AND %s', trail, low, high) INTO top;
+        -- Only forward, and only when behind the ids the shard holds (after a move): backends
+        -- that made or moved it before take ids from it meanwhile without this lock, and a
+        -- setval to what they had already passed would hand their ids out again
+        IF top IS NOT NULL AND top > COALESCE(pg_catalog.pg_sequence_last_value(seq::pg_catalog.regclass), low) THEN
+            PERFORM pg_catalog.setval(seq, top);
+        END IF;
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
+        IF session_lock THEN
+            PERFORM pg_catalog.pg_advisory_unlock(pg_catalog.hashtext('pg_labels.shard_sequence'), shard::int);
+        END IF;
+        RAISE;
+    END;
+    IF session_lock THEN
+        PERFORM pg_catalog.pg_advisory_unlock(pg_catalog.hashtext('pg_labels.shard_sequence'), shard::int);
     END IF;
     RETURN seq::pg_catalog.regclass;
 END
