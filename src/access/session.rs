@@ -552,11 +552,18 @@ sql_function! {
     fn pgl_readable(call) {
         // an analyst's row first: its scope in force carries the labels (what a writer is
         // asked, and visible() in full, only past that)
-        if visible_in_force(&call, 1) {
+        let in_force = answer_in_force(&call, 1);
+        if let Ok(Some(true)) = in_force {
             return ret_bool(true);
         }
         let tab = Oid::from(call.datum(0).value() as u32);
-        ret_bool(writes(tab) || visible_at(&call, 1)?)
+        if writes(tab) {
+            return ret_bool(true);
+        }
+        match in_force {
+            Ok(Some(false)) => ret_bool(false),
+            _ => ret_bool(visible_at(&call, 1)?),
+        }
     }
 
     /// `pg_labels.step_readable(tab regclass, labels labelset, run uuid) → boolean`: the
@@ -575,32 +582,25 @@ sql_function! {
     }
 }
 
-/// The labelset in argument `n` is stored inline and the scope in force for the current role
-/// (one the state alone tells: see [`in_force`]) carries it. Never an error: false when it
-/// cannot tell.
-fn visible_in_force(call: &crate::pg::fmgr::Call<'_>, n: usize) -> bool {
+/// `visible()` of the labelset in argument `n` when the state alone tells it: the labelset is
+/// stored inline and a scope is in force for the current role (see [`in_force`]); `None`
+/// otherwise.
+fn answer_in_force(call: &crate::pg::fmgr::Call<'_>, n: usize) -> Result<Option<bool>> {
     // SAFETY: the argument is a varlena (a labelset: the functions are STRICT and declared so).
     if unsafe { external_id(call.datum(n).cast_mut_ptr()) }.is_some() {
-        return false;
+        return Ok(None);
     }
-    let Ok(labels) = call.labelset(n) else {
-        return false;
-    };
+    let labels = call.labelset(n)?;
     let user = current_user();
-    state(|s| in_force(s, user).is_some_and(|(_, scope)| labels.carried_by(scope)))
+    Ok(state(|s| {
+        in_force(s, user).map(|(_, scope)| labels.carried_by(scope))
+    }))
 }
 
 /// `visible()` of the labelset in argument `n` (not NULL: the functions are STRICT).
 fn visible_at(call: &crate::pg::fmgr::Call<'_>, n: usize) -> Result<bool> {
-    // SAFETY: as below.
-    if unsafe { external_id(call.datum(n).cast_mut_ptr()) }.is_none() {
-        let labels = call.labelset(n)?;
-        let user = current_user();
-        if let Some(answer) =
-            state(|s| in_force(s, user).map(|(_, scope)| labels.carried_by(scope)))
-        {
-            return Ok(answer);
-        }
+    if let Some(answer) = answer_in_force(call, n)? {
+        return Ok(answer);
     }
     let Some(scope) = effective()? else {
         return Ok(false);
