@@ -7,7 +7,6 @@ SET client_min_messages = warning
 AS $distribute$
 DECLARE
     r record;
-    writer text := 'pg_catalog.has_table_privilege(%L::pg_catalog.text, ''INSERT'')';
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
         RAISE EXCEPTION 'pg_labels.distribute() needs Citus'
@@ -30,13 +29,13 @@ BEGIN
 
     -- 1. The tables leave the extension: Citus manages them from now on (it cannot manage an
     --    extension's tables). The functions, types and views stay the extension's.
-    FOR r IN SELECT c.oid::pg_catalog.regclass AS t FROM pg_catalog.pg_class c
+    FOR r IN SELECT c.relname FROM pg_catalog.pg_class c
               WHERE c.relnamespace = 'pg_labels'::pg_catalog.regnamespace AND c.relkind IN ('r', 'p')
                 AND EXISTS (SELECT FROM pg_catalog.pg_depend d
                              WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid
                                AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND d.deptype = 'e')
     LOOP
-        EXECUTE pg_catalog.format('ALTER EXTENSION pg_labels DROP TABLE %s', r.t);
+        EXECUTE pg_catalog.format('ALTER EXTENSION pg_labels DROP TABLE pg_labels.%I', r.relname);
     END LOOP;
 
     -- 2. A unique key of a distributed table holds its distribution column.
@@ -48,40 +47,46 @@ BEGIN
     ALTER TABLE pg_labels.shares ALTER COLUMN id SET DEFAULT pg_labels.next_share_id();
 
     -- 3. Citus runs no subquery in a policy: the same rules without one (the writers' check is
-    --    made per row; a step's run and a share's artifact are read by a function, next to
-    --    the shard the policy is checked on).
-    FOR r IN SELECT p.polname, p.polrelid::pg_catalog.regclass AS t FROM pg_catalog.pg_policy p
+    --    made per row; a step and a share are read in the scope kept in the row).
+    FOR r IN SELECT p.polname, c.relname FROM pg_catalog.pg_policy p
                JOIN pg_catalog.pg_class c ON c.oid = p.polrelid
               WHERE c.relnamespace = 'pg_labels'::pg_catalog.regnamespace
     LOOP
-        EXECUTE pg_catalog.format('DROP POLICY %I ON %s', r.polname, r.t);
+        EXECUTE pg_catalog.format('DROP POLICY %I ON pg_labels.%I', r.polname, r.relname);
     END LOOP;
-    EXECUTE pg_catalog.format('CREATE POLICY runs_visible ON pg_labels.runs USING (%s OR pg_labels.visible(labels))',
-                              pg_catalog.format(writer, 'pg_labels.runs'));
-    FOR r IN SELECT c.oid::pg_catalog.regclass AS t FROM pg_catalog.pg_class c
+    CREATE POLICY runs_visible ON pg_labels.runs
+        USING (pg_catalog.has_table_privilege('pg_labels.runs'::pg_catalog.text, 'INSERT')
+               OR pg_labels.visible(labels));
+    FOR r IN SELECT c.relname FROM pg_catalog.pg_class c
               WHERE c.oid = 'pg_labels.steps'::pg_catalog.regclass
                  OR c.oid IN (SELECT inhrelid FROM pg_catalog.pg_inherits
                                WHERE inhparent = 'pg_labels.steps'::pg_catalog.regclass)
     LOOP
-        EXECUTE pg_catalog.format('CREATE POLICY steps_visible ON %s USING (%s OR (pg_labels.visible(labels) AND pg_labels.run_visible(tableoid, run_id)))',
-                                  r.t, pg_catalog.format(writer, 'pg_labels.steps'));
+        EXECUTE pg_catalog.format($p$CREATE POLICY steps_visible ON pg_labels.%I
+            USING (pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.text, 'INSERT')
+                   OR pg_labels.visible(@extschema@.labelset(coalesce(carried_scope, '*'::@extschema@.scope))))$p$, r.relname);
     END LOOP;
-    EXECUTE pg_catalog.format('CREATE POLICY artifacts_visible ON pg_labels.artifacts USING (%s OR pg_labels.visible(labels))',
-                              pg_catalog.format(writer, 'pg_labels.artifacts'));
-    EXECUTE pg_catalog.format('CREATE POLICY shares_visible ON pg_labels.shares USING (%s OR pg_labels.artifact_visible(tableoid, artifact_id))',
-                              pg_catalog.format(writer, 'pg_labels.shares'));
-    EXECUTE pg_catalog.format('CREATE POLICY agent_versions_visible ON pg_labels.agent_versions USING (%s OR pg_labels.visible(@extschema@.labelset(scope)))',
-                              pg_catalog.format(writer, 'pg_labels.agent_versions'));
-    EXECUTE pg_catalog.format('CREATE POLICY listeners_visible ON pg_labels.listeners USING (%s OR pg_labels.visible(@extschema@.labelset(scope)))',
-                              pg_catalog.format(writer, 'pg_labels.listeners'));
+    CREATE POLICY artifacts_visible ON pg_labels.artifacts
+        USING (pg_catalog.has_table_privilege('pg_labels.artifacts'::pg_catalog.text, 'INSERT')
+               OR pg_labels.visible(labels));
+    CREATE POLICY shares_visible ON pg_labels.shares
+        USING (pg_catalog.has_table_privilege('pg_labels.shares'::pg_catalog.text, 'INSERT')
+               OR pg_labels.visible(@extschema@.labelset(coalesce(carried_scope, '*'::@extschema@.scope))));
+    CREATE POLICY agent_versions_visible ON pg_labels.agent_versions
+        USING (pg_catalog.has_table_privilege('pg_labels.agent_versions'::pg_catalog.text, 'INSERT')
+               OR pg_labels.visible(@extschema@.labelset(scope)));
+    CREATE POLICY listeners_visible ON pg_labels.listeners
+        USING (pg_catalog.has_table_privilege('pg_labels.listeners'::pg_catalog.text, 'INSERT')
+               OR pg_labels.visible(@extschema@.labelset(scope)));
     CREATE POLICY crossings_visible ON pg_labels.crossings
         USING (pg_catalog.has_function_privilege(
                    'pg_labels.authorize_crossing(@extschema@.scope, @extschema@.scope, text, timestamptz)', 'EXECUTE')
                OR pg_catalog.has_function_privilege('pg_labels.revoke_crossing(bigint, text)', 'EXECUTE')
                OR pg_labels.visible(@extschema@.labelset(from_scope))
                OR pg_labels.visible(@extschema@.labelset(to_scope)));
-    EXECUTE pg_catalog.format('CREATE POLICY grants_visible ON pg_labels.grants USING (%s OR pg_labels.member_of(role) OR pg_labels.visible(@extschema@.labelset(scope)))',
-                              pg_catalog.format(writer, 'pg_labels.grants'));
+    CREATE POLICY grants_visible ON pg_labels.grants
+        USING (pg_catalog.has_table_privilege('pg_labels.grants'::pg_catalog.text, 'INSERT')
+               OR pg_labels.member_of(role) OR pg_labels.visible(@extschema@.labelset(scope)));
 
     -- 4. The catalogs on every node; runs and the trail spread by run, each run's steps with it.
     PERFORM pg_catalog.create_reference_table(t)
@@ -116,6 +121,7 @@ BEGIN
     -- waits for this lock (a deadlock the Citus suite's storm met)
     IF pg_catalog.to_regclass(seq) IS NULL THEN
         PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('pg_labels.shard_sequence'), shard::int);
+        -- %s: seq, made with %I above, and three bigints
         EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS %s MINVALUE %s MAXVALUE %s START %s',
                                   seq, low + 1, high, low + 1);
     ELSE
@@ -123,6 +129,7 @@ BEGIN
         session_lock := true;
     END IF;
     BEGIN
+        -- %s: trail, a regclass (its text is the quoted, qualified name), and two bigints
         EXECUTE pg_catalog.format('SELECT max(id) FROM %s WHERE id BETWEEN %s AND %s', trail, low, high) INTO top;
         -- Only forward, and only when behind the ids the shard holds (after a move): backends
         -- that made or moved it before take ids from it meanwhile without this lock, and a

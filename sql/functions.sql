@@ -64,10 +64,10 @@ COMMENT ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) IS
 
 CREATE FUNCTION pg_labels.purge(older_than timestamptz)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'pgl_purge' LANGUAGE C VOLATILE STRICT;
+AS 'MODULE_PATHNAME', 'pgl_purge' LANGUAGE C VOLATILE;
 REVOKE ALL ON FUNCTION pg_labels.purge(timestamptz) FROM PUBLIC;
 COMMENT ON FUNCTION pg_labels.purge(timestamptz) IS
-    'Retention: deletes whole runs (and their steps) opened before the cutoff and without a later step; returns the number of runs';
+    'Retention: empties the months of the trail before the cutoff''s and deletes whole runs opened before the cutoff without a later step; returns the number of runs. Never the present: a cutoff later than the start of the previous month (UTC), infinite or NULL is refused';
 
 CREATE FUNCTION pg_labels.digest(content bytea) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -121,28 +121,24 @@ AS 'MODULE_PATHNAME', 'pgl_visible' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED
 COMMENT ON FUNCTION pg_labels.visible(@extschema@.labelset) IS
     'The entered scope can carry these labels (false when no scope is entered): the row-level security predicate';
 
--- The steps' policy (a step is visible with its run, whose answer is kept for the rest of a
--- query's steps) and, on a Citus cluster (which runs no subquery in a policy), the shares'
-CREATE FUNCTION pg_labels.run_visible(rel oid, run uuid) RETURNS boolean
-AS 'MODULE_PATHNAME', 'pgl_run_visible' LANGUAGE C STABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION pg_labels.run_visible(oid, uuid) IS
-    'The run (read next to the relation rel: on Citus, the co-located shard) is one the caller sees: a writer of runs, or its labels are visible';
-CREATE FUNCTION pg_labels.artifact_visible(rel oid, artifact uuid) RETURNS boolean
-AS 'MODULE_PATHNAME', 'pgl_artifact_visible' LANGUAGE C STABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION pg_labels.artifact_visible(oid, uuid) IS
-    'The artifact (read next to the relation rel) is one the caller sees: a writer of artifacts, or its labels are visible';
--- The policies of runs, steps, artifacts, agent versions and listeners: a writer of the table
--- sees every row (asked per row and kept for the statement: a subquery in a policy is planned
--- with every query and tested in every row's qual). COST 10: a query's own cheap and leakproof
+-- The policies of runs, artifacts, agent versions and listeners: a writer of the table sees
+-- every row (asked per row and kept for the statement: a subquery in a policy is planned with
+-- every query and tested in every row's qual). COST 10: a query's own cheap and leakproof
 -- conditions (run_id = ...) are tested before them
 CREATE FUNCTION pg_labels.readable(tab pg_catalog.regclass, labels @extschema@.labelset) RETURNS boolean
 AS 'MODULE_PATHNAME', 'pgl_readable' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10;
 COMMENT ON FUNCTION pg_labels.readable(pg_catalog.regclass, @extschema@.labelset) IS
     'A row of tab with these labels is one the caller sees: a writer of tab (INSERT on it), or the entered scope can carry the labels';
-CREATE FUNCTION pg_labels.step_readable(tab pg_catalog.regclass, labels @extschema@.labelset, run uuid) RETURNS boolean
-AS 'MODULE_PATHNAME', 'pgl_step_readable' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10;
-COMMENT ON FUNCTION pg_labels.step_readable(pg_catalog.regclass, @extschema@.labelset, uuid) IS
-    'A step of tab with these labels in this run is one the caller sees: a writer of tab, or the entered scope can carry the labels and run_visible(tab, run)';
+-- The policies of steps and shares, and what protect() checks of a row written: decided from
+-- the row alone
+CREATE FUNCTION pg_labels.readable_in(tab pg_catalog.regclass, scope @extschema@.scope) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_readable_in' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10;
+COMMENT ON FUNCTION pg_labels.readable_in(pg_catalog.regclass, @extschema@.scope) IS
+    'A row of tab that can be read in this scope (its carried_scope) is one the caller sees: a writer of tab (INSERT on it), or the entered scope reaches the scope';
+CREATE FUNCTION pg_labels.writable(labels @extschema@.labelset) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_writable' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION pg_labels.writable(@extschema@.labelset) IS
+    'A row with these labels may be written to a protected table: the entered scope can carry them and they hold a scope label (the entered scope''s or one below it), so data is never labelled down to what every scope can read';
 CREATE FUNCTION pg_labels.next_share_id() RETURNS bigint
 AS 'MODULE_PATHNAME', 'pgl_next_share_id' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION pg_labels.next_share_id() IS
@@ -160,6 +156,8 @@ DECLARE
     want oid := '@extschema@.labelset'::pg_catalog.regtype;
     got oid;
     part regclass;
+    nsp name;
+    rel name;
 BEGIN
     SELECT a.atttypid INTO got FROM pg_catalog.pg_attribute a
      WHERE a.attrelid = tab AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
@@ -173,36 +171,38 @@ BEGIN
     END IF;
     -- the table and every partition or child it has now (a query naming a partition is not
     -- filtered by its parent's policies)
-    FOR part IN WITH RECURSIVE tree (rel) AS (
+    FOR part, nsp, rel IN WITH RECURSIVE tree (rel) AS (
                     SELECT tab::oid
                     UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree t ON i.inhparent = t.rel)
-                SELECT rel::regclass FROM tree
+                SELECT c.oid::regclass, n.nspname, c.relname FROM tree
+                  JOIN pg_catalog.pg_class c ON c.oid = tree.rel
+                  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
     LOOP
-        EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY', part);
+        EXECUTE format('ALTER TABLE %I.%I ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY', nsp, rel);
         IF EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polname = 'pg_labels_visible') THEN
-            EXECUTE format('DROP POLICY pg_labels_visible ON %s', part);
+            EXECUTE format('DROP POLICY pg_labels_visible ON %I.%I', nsp, rel);
         END IF;
-        EXECUTE format('CREATE POLICY pg_labels_visible ON %s AS RESTRICTIVE USING (pg_labels.visible(%I)) WITH CHECK (pg_labels.visible(%I))',
-                       part, col, col);
+        EXECUTE format('CREATE POLICY pg_labels_visible ON %I.%I AS RESTRICTIVE USING (pg_labels.visible(%I)) WITH CHECK (pg_labels.writable(%I))',
+                       nsp, rel, col, col);
         -- restrictive policies only narrow what a permissive one allows: add one if there is none
         IF NOT EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polpermissive) THEN
-            EXECUTE format('CREATE POLICY pg_labels_permit ON %s USING (true) WITH CHECK (true)', part);
+            EXECUTE format('CREATE POLICY pg_labels_permit ON %I.%I USING (true) WITH CHECK (true)', nsp, rel);
         END IF;
         -- fail closed: DROP EXTENSION ... CASCADE drops pg_labels_visible (it calls visible())
         -- and may drop the labels column; this guard stays and then lets nothing through, until
         -- protect() is run again
         IF NOT EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polname = 'pg_labels_guard') THEN
-            EXECUTE format($g$CREATE POLICY pg_labels_guard ON %s AS RESTRICTIVE
+            EXECUTE format($g$CREATE POLICY pg_labels_guard ON %I.%I AS RESTRICTIVE
                 USING (EXISTS (SELECT FROM pg_catalog.pg_policy p
                                 WHERE p.polrelid = %L::pg_catalog.regclass AND p.polname = 'pg_labels_visible'))
                 WITH CHECK (EXISTS (SELECT FROM pg_catalog.pg_policy p
                                      WHERE p.polrelid = %L::pg_catalog.regclass AND p.polname = 'pg_labels_visible'))$g$,
-                part, part::text, part::text);
+                nsp, rel, part::text, part::text);
         END IF;
     END LOOP;
 END $$;
 COMMENT ON FUNCTION pg_labels.protect(regclass, name) IS
-    'Enables and forces row-level security on a table (and its partitions and children) with a policy on visible(col), for reads and writes; a guard policy keeps the table closed if the extension is dropped';
+    'Enables and forces row-level security on a table (and its partitions and children) with a policy on visible(col) for reads and writable(col) for writes (a row written carries the entered scope''s label or one below it); a guard policy keeps the table closed if the extension is dropped';
 
 CREATE FUNCTION pg_labels.lineage(run uuid)
 RETURNS TABLE (depth int, run_id uuid, scope @extschema@.scope, agent text, artifact_id uuid,

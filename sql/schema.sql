@@ -170,6 +170,7 @@ CREATE TABLE pg_labels.steps (
     slot smallint NOT NULL DEFAULT pg_labels.trail_slot(now()),
     prev_hash bytea,
     hash bytea,
+    carried_scope @extschema@.scope,
     PRIMARY KEY (id, slot)
 ) PARTITION BY LIST (slot);
 COMMENT ON TABLE pg_labels.steps IS
@@ -200,6 +201,8 @@ COMMENT ON COLUMN pg_labels.steps.slot IS
     'The partition of the trail''s ring it is in: the month of created_at (UTC) modulo 24 (set by the database)';
 COMMENT ON COLUMN pg_labels.steps.prev_hash IS 'The hash of the step before it in its run (or of the run''s opening) (set by the database)';
 COMMENT ON COLUMN pg_labels.steps.hash IS 'SHA-256 of prev_hash and the step''s canonical content: its run''s hash chain (set by the database; see verify())';
+COMMENT ON COLUMN pg_labels.steps.carried_scope IS
+    'Where the step can be read: the deepest scope that can carry what its run carried once the step was written (its labels with the run''s); an analyst sees the step when the entered scope reaches it (set by the database)';
 ALTER SEQUENCE pg_labels.steps_id_seq OWNED BY pg_labels.steps.id;
 CREATE INDEX steps_created_at_idx ON pg_labels.steps (created_at);
 CREATE INDEX steps_run_idx ON pg_labels.steps (run_id, id);
@@ -218,7 +221,7 @@ DECLARE
     s int;
 BEGIN
     FOR s IN 0..23 LOOP
-        EXECUTE format('CREATE TABLE pg_labels.%I PARTITION OF pg_labels.steps FOR VALUES IN (%s)',
+        EXECUTE format('CREATE TABLE pg_labels.%I PARTITION OF pg_labels.steps FOR VALUES IN (%s)', -- %s: an int
                        'steps_' || lpad(s::text, 2, '0'), s);
         EXECUTE format('COMMENT ON TABLE pg_labels.%I IS %L', 'steps_' || lpad(s::text, 2, '0'),
                        'The steps of months ' || s || ' modulo 24 (UTC): a partition of the trail''s ring');
@@ -286,7 +289,8 @@ CREATE TABLE pg_labels.shares (
     to_run uuid,
     crossing_id bigint,
     actor text NOT NULL DEFAULT current_user,
-    created_at timestamptz NOT NULL DEFAULT now()
+    created_at timestamptz NOT NULL DEFAULT now(),
+    carried_scope @extschema@.scope
 );
 COMMENT ON TABLE pg_labels.shares IS
     'An artifact offered to the runs of a scope (to_scope and its sub-areas), or to one run (to_run; to_scope is then that run''s scope). Refused (data_barrier) unless to_scope can carry the artifact''s labels or an active crossing covers the rest';
@@ -297,6 +301,8 @@ COMMENT ON COLUMN pg_labels.shares.to_run IS 'Or to this run only';
 COMMENT ON COLUMN pg_labels.shares.crossing_id IS 'The crossing this share used, when the artifact carries labels to_scope cannot carry (set by the database)';
 COMMENT ON COLUMN pg_labels.shares.actor IS 'The role that shared it (set by the database)';
 COMMENT ON COLUMN pg_labels.shares.created_at IS 'When (set by the database)';
+COMMENT ON COLUMN pg_labels.shares.carried_scope IS
+    'Where the share can be read: the deepest scope that can carry its artifact''s labels; an analyst sees the share when the entered scope reaches it (set by the database)';
 ALTER SEQUENCE pg_labels.shares_id_seq OWNED BY pg_labels.shares.id;
 CREATE INDEX shares_artifact_idx ON pg_labels.shares (artifact_id);
 CREATE INDEX shares_to_run_idx ON pg_labels.shares (to_run) WHERE to_run IS NOT NULL;
@@ -346,11 +352,13 @@ ALTER TABLE pg_labels.tools ENABLE ALWAYS TRIGGER tools_change;
 
 ----------------------------------------------------------------------------------------
 -- Row-level security. An analyst sees the runs, steps, artifacts and shares the entered
--- scope can carry (a step only with its run, a share only with its artifact), the agent
--- versions, listeners, crossings and grants within its reach; nothing when no scope is
--- entered. A role that may write a table (INSERT, or EXECUTE on the crossing functions)
--- reads all of it. The triggers work as the tables' owner without forced security, as
--- foreign-key checks do. The tool catalog is global.
+-- scope can carry (a step with what its run carried once it was written, a share with its
+-- artifact's labels: both kept in the row as carried_scope), the agent versions, listeners,
+-- crossings and grants within its reach; nothing when no scope is entered. Every policy
+-- decides from the row it is asked about alone: none reads another row, so which hidden rows
+-- a query's conditions match shows in no counter of a lookup. A role that may write a table
+-- (INSERT, or EXECUTE on the crossing functions) reads all of it. The triggers work as the
+-- tables' owner without forced security, as foreign-key checks do. The tool catalog is global.
 ----------------------------------------------------------------------------------------
 ALTER TABLE pg_labels.runs ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
 ALTER TABLE pg_labels.steps ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
@@ -363,12 +371,11 @@ ALTER TABLE pg_labels.grants ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY
 CREATE POLICY runs_visible ON pg_labels.runs
     USING (pg_labels.readable('pg_labels.runs'::pg_catalog.regclass, labels));
 CREATE POLICY steps_visible ON pg_labels.steps
-    USING (pg_labels.step_readable('pg_labels.steps'::pg_catalog.regclass, labels, run_id));
+    USING (pg_labels.readable_in('pg_labels.steps'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
 CREATE POLICY artifacts_visible ON pg_labels.artifacts
     USING (pg_labels.readable('pg_labels.artifacts'::pg_catalog.regclass, labels));
 CREATE POLICY shares_visible ON pg_labels.shares
-    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.shares'::pg_catalog.regclass, 'INSERT'))
-           OR EXISTS (SELECT FROM pg_labels.artifacts a WHERE a.id = artifact_id));
+    USING (pg_labels.readable_in('pg_labels.shares'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
 CREATE POLICY agent_versions_visible ON pg_labels.agent_versions
     USING (pg_labels.readable('pg_labels.agent_versions'::pg_catalog.regclass, @extschema@.labelset(scope)));
 CREATE POLICY listeners_visible ON pg_labels.listeners
@@ -383,8 +390,7 @@ CREATE POLICY crossings_visible ON pg_labels.crossings
            OR pg_labels.visible(@extschema@.labelset(to_scope)));
 CREATE POLICY grants_visible ON pg_labels.grants
     USING ((SELECT pg_catalog.has_table_privilege('pg_labels.grants'::pg_catalog.regclass, 'INSERT'))
-           OR EXISTS (SELECT FROM pg_catalog.pg_roles r
-                       WHERE r.rolname = role AND pg_catalog.pg_has_role(r.oid, 'MEMBER'))
+           OR pg_labels.member_of(role)
            OR pg_labels.visible(@extschema@.labelset(scope)));
 -- every partition has the table's row-level security (a query naming a partition is not
 -- filtered by the table's policies) and its own TRUNCATE guard (a TRUNCATE of one partition
@@ -393,11 +399,11 @@ DO $ring$
 DECLARE
     part text;
 BEGIN
-    FOR part IN SELECT 'pg_labels.steps_' || lpad(s::text, 2, '0') FROM generate_series(0, 23) s LOOP
-        EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY', part);
-        EXECUTE format($p$CREATE POLICY steps_visible ON %s
-            USING (pg_labels.step_readable('pg_labels.steps'::pg_catalog.regclass, labels, run_id))$p$, part);
-        EXECUTE format('CREATE TRIGGER steps_no_truncate BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only()', part);
+    FOR part IN SELECT 'steps_' || lpad(s::text, 2, '0') FROM generate_series(0, 23) s LOOP
+        EXECUTE format('ALTER TABLE pg_labels.%I ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY', part);
+        EXECUTE format($p$CREATE POLICY steps_visible ON pg_labels.%I
+            USING (pg_labels.readable_in('pg_labels.steps'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)))$p$, part);
+        EXECUTE format('CREATE TRIGGER steps_no_truncate BEFORE TRUNCATE ON pg_labels.%I FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only()', part);
     END LOOP;
 END
 $ring$;

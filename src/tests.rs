@@ -92,11 +92,17 @@ fn jsonb_text_is_jsonb_out() {
         CREATE TEMP TABLE stored AS SELECT j FROM corpus;"#,
     )
     .unwrap();
-    for table in ["corpus", "stored"] {
-        let bad = Spi::get_one::<i64>(&format!(
-            "SELECT count(*) FILTER (WHERE NOT tests.jsonb_text_agrees(j)) FROM {table}"
-        ))
-        .unwrap();
+    for (table, query) in [
+        (
+            "corpus",
+            "SELECT count(*) FILTER (WHERE NOT tests.jsonb_text_agrees(j)) FROM corpus",
+        ),
+        (
+            "stored",
+            "SELECT count(*) FILTER (WHERE NOT tests.jsonb_text_agrees(j)) FROM stored",
+        ),
+    ] {
+        let bad = Spi::get_one::<i64>(query).unwrap();
         assert_eq!(bad, Some(0), "{table}");
     }
     // nine numerics of 131,072 digits each (a few bytes each in the binary form)

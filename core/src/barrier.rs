@@ -38,6 +38,18 @@ impl Summary {
         LabelSet::from_canonical(&self.origins)
     }
 
+    /// The deepest scope that can carry the run's labels, for a run in `run_scope` (whose own
+    /// scope label its labels hold): the run's scope, or the common ancestor of it and the
+    /// labels it cannot carry. An entered scope can carry the labels exactly when it reaches
+    /// this one, so a row kept with it (a step, with the labels its run carried once it was
+    /// written) is judged readable from the row alone.
+    pub fn carried_scope(&self, run_scope: &[u8]) -> Vec<u8> {
+        match self.escaping().scope() {
+            Some(escaping) => scope::lca(run_scope, escaping).to_vec(),
+            None => run_scope.to_vec(),
+        }
+    }
+
     /// The summary of the run's labels with `more` added.
     pub fn with(&self, more: LabelSet<'_>, run_scope: &[u8]) -> Summary {
         let add = Summary::of(more, run_scope);

@@ -9,7 +9,8 @@
 //! - a labelset is its entries in ascending order, each followed by a 0 byte (see [`labelset`]).
 //!
 //! Modules, lowest first (each uses only those above it): `sqlstate`, `error`, `path`,
-//! `label`, `scope`, `labelset`, `crossing`, `rules`, `step`, `refusal`, `barrier`, `flow`,
+//! `label`, `scope`, `labelset`, `crossing`, `rules`, `step`, `refusal`, `retention` (which
+//! cutoffs a purge accepts), `barrier`, `flow`,
 //! `jsonb` (jsonb's text read from its binary form), `chain` (the trail's hash chains and
 //! ledger, checkable with no database).
 #![forbid(unsafe_code)]
@@ -24,6 +25,7 @@ pub mod label;
 pub mod labelset;
 pub mod path;
 pub mod refusal;
+pub mod retention;
 pub mod rules;
 pub mod scope;
 pub mod sqlstate;

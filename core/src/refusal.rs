@@ -790,6 +790,44 @@ pub fn drop_refused(held: &[(&str, i64)]) -> Refusal {
 }
 
 // ------------------------------------------------------------------------------------------
+// Retention
+// ------------------------------------------------------------------------------------------
+
+/// `purge(NULL)`.
+pub fn purge_without_cutoff() -> Refusal {
+    Refusal::plain(
+        sqlstate::NULL_VALUE_NOT_ALLOWED,
+        Some("steps"),
+        "purge needs a cutoff: older_than is NULL".into(),
+    )
+    .hint("Name the time before which runs and months of the trail go, e.g. pg_labels.purge(now() - interval '1 year').")
+}
+
+/// `purge('infinity')` or `purge('-infinity')`.
+pub fn purge_cutoff_infinite(which: &str, latest: &str) -> Refusal {
+    Refusal::plain(
+        sqlstate::INVALID_PARAMETER_VALUE,
+        Some("steps"),
+        format!("purge needs a finite cutoff, not {which}"),
+    )
+    .detail(format!("The latest cutoff accepted now is {latest}."))
+    .hint("Name the time before which runs and months of the trail go, e.g. pg_labels.purge(now() - interval '1 year').")
+}
+
+/// A cutoff that would remove the present: later than the start of the kept window.
+pub fn purge_removes_present(cutoff: &str, latest: &str, months: i64) -> Refusal {
+    Refusal::plain(
+        sqlstate::INVALID_PARAMETER_VALUE,
+        Some("steps"),
+        format!("purge would remove the present: cutoff {cutoff} is later than {latest}"),
+    )
+    .detail(format!(
+        "Retention keeps at least the current month and the {months} before it (UTC): the latest cutoff accepted now is {latest}."
+    ))
+    .hint("Retention removes the past only; a run that is still going keeps its steps.")
+}
+
+// ------------------------------------------------------------------------------------------
 // Sealed
 // ------------------------------------------------------------------------------------------
 

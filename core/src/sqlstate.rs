@@ -39,6 +39,8 @@ pub const OBJECT_IN_USE: SqlState = *b"55006";
 pub const DEPENDENT_OBJECTS_STILL_EXIST: SqlState = *b"2BP01";
 pub const FEATURE_NOT_SUPPORTED: SqlState = *b"0A000";
 pub const DATA_CORRUPTED: SqlState = *b"XX001";
+/// A bug of pg_labels (a Rust panic): never raised by design, so the tests look for it.
+pub const INTERNAL_ERROR: SqlState = *b"XX000";
 
 /// The text form of a SQLSTATE.
 pub fn text(s: &SqlState) -> &str {

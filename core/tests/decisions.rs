@@ -171,6 +171,37 @@ proptest! {
         prop_assert_eq!(v.decision == Decision::Allow, reaches(&run, &data));
     }
 
+    /// The scope a run's labels are readable in (kept with each step for row-level security):
+    /// an entered scope reaches it exactly when the model says the entered scope can carry every
+    /// label the run carries (its own scope label among them), and the steps before more labels
+    /// came stay readable where they were.
+    #[test]
+    fn carried_scope_matches_the_model(
+        run in path(), labels in prop::collection::vec(label(), 0..5),
+        more in prop::collection::vec(label(), 0..3), entered in path(),
+    ) {
+        let run_path = scope::parse(scope_text(&run).as_bytes()).unwrap();
+        let mut all = labels.clone();
+        all.push(L {
+            text: match run.len() {
+                0 => "installation".into(),
+                1 => format!("company:{}", run[0]),
+                _ => format!("area:{}", run.join("/")),
+            },
+            scope: Some(run.clone()),
+            origin: false,
+        });
+        let entered_path = scope::parse(scope_text(&entered).as_bytes()).unwrap();
+        let s = Summary::of(LabelSet::from_canonical(&body(&all)), &run_path);
+        let carried = s.carried_scope(&run_path);
+        let model = all.iter().all(|l| l.scope.as_ref().is_none_or(|sc| reaches(&entered, sc)));
+        prop_assert_eq!(scope::reaches(&entered_path, &carried), model);
+        // labels only accumulate: the scope only rises, so a reader of the later steps reads
+        // the earlier ones too
+        let after = s.with(LabelSet::from_canonical(&body(&more)), &run_path).carried_scope(&run_path);
+        prop_assert!(scope::reaches(&after, &carried));
+    }
+
     /// Opening a run: its labels are the given ones with its own scope label; refused when they
     /// escape its scope, and in the installation.
     #[test]

@@ -361,15 +361,19 @@ fn granted(role: Oid, target: &[u8]) -> Result<bool> {
 
 /// The name of the setting a transaction carries its entered scope to Citus' workers in.
 const CARRIED: &CStr = c"pg_labels.carried_scope";
+const CARRIED_NAME: &str = "pg_labels.carried_scope";
 
 /// On a Citus cluster a statement's rows are read by backends Citus opens on the workers for
 /// it, which have entered no scope. `enter_scope()` sets `pg_labels.carried_scope` for its
 /// transaction as a statement Citus carries to every node the transaction reaches; such a
 /// backend takes that scope only if a grant (this node's copy of `pg_labels.grants`) lets the
 /// current role enter it, as `enter_scope()` checked. Anyone can set the setting or claim to be
-/// Citus' backend: that gives nothing a grant does not.
+/// Citus' backend: that gives nothing a grant does not. And it counts only where Citus puts
+/// it: in a backend of a server where Citus is loaded, for the session's own role acting as
+/// itself. Inside a `SECURITY DEFINER` function (or any code running as another role) it is
+/// ignored: a caller would otherwise lend its claim to the definer's grants.
 fn carried() -> Result<Option<Vec<u8>>> {
-    if !citus::internal_backend() {
+    if !citus::internal_backend() || !crate::pg::spi::acting_as_session_user() {
         return Ok(None);
     }
     let Some(text) = citus::setting(CARRIED).filter(|t| !t.is_empty()) else {
@@ -403,7 +407,7 @@ fn carry(path: Option<&[u8]>) -> Result<()> {
     // SAFETY: reads the transaction state.
     if citus::loaded() && unsafe { pg_sys::IsTransactionBlock() } {
         let text = path.map(pg_labels_core::scope::to_text).unwrap_or_default();
-        citus::set_local_carried(&CARRIED.to_string_lossy(), &text)?;
+        citus::set_local_carried(CARRIED_NAME, &text)?;
     }
     Ok(())
 }
@@ -566,6 +570,28 @@ sql_function! {
         }
     }
 
+    /// `pg_labels.readable_in(tab regclass, scope scope) → boolean`: the policy of steps and
+    /// shares: the caller writes `tab`, or the entered scope reaches `scope`, the one the row
+    /// can be read in (for a step, the deepest scope that can carry what its run carried once
+    /// it was written; for a share, its artifact's labels), which the insert trigger keeps in
+    /// the row. Decided from the row alone: no other row is read, so what a query's own
+    /// conditions match among rows it cannot see changes nothing this function does.
+    fn pgl_readable_in(call) {
+        ret_bool(readable_in(&call)?)
+    }
+
+    /// `pg_labels.writable(labels labelset) → boolean`: what `protect()` checks of a row
+    /// written to a table it guards: the entered scope can carry the labels, and they carry a
+    /// scope label (the entered scope's, or one below it), so that a writer cannot label its
+    /// data down to `{}`, which every scope can carry.
+    fn pgl_writable(call) {
+        let labels = call.labelset(0)?;
+        if labels.scope().is_none() {
+            return ret_bool(false);
+        }
+        ret_bool(visible_at(&call, 0)?)
+    }
+
     /// `pg_labels.step_readable(tab regclass, labels labelset, run uuid) → boolean`: the
     /// steps' policy: the caller writes `tab`, or the entered scope can carry the labels and the
     /// run (read next to `tab`) is one the caller sees, as `run_visible(tab, run)`.
@@ -580,6 +606,28 @@ sql_function! {
         let run = crate::pg::datum::uuid_arg(&call, 2);
         ret_bool(row_visible_for(tab, "runs", run)?)
     }
+}
+
+/// `pg_labels.readable_in(tab, scope)` when the scope a row can be read in is in argument 1.
+fn readable_in(call: &crate::pg::fmgr::Call<'_>) -> Result<bool> {
+    let needed = call.scope(1)?;
+    let user = current_user();
+    // an analyst's row first: the scope in force reaches the row's (a writer is asked only
+    // past that)
+    let answer = state(|s| {
+        in_force(s, user).map(|(_, scope)| pg_labels_core::scope::reaches(scope, needed))
+    });
+    if answer == Some(true) {
+        return Ok(true);
+    }
+    let tab = Oid::from(call.datum(0).value() as u32);
+    if writes(tab) {
+        return Ok(true);
+    }
+    Ok(match answer {
+        Some(a) => a,
+        None => effective()?.is_some_and(|scope| pg_labels_core::scope::reaches(&scope, needed)),
+    })
 }
 
 /// `visible()` of the labelset in argument `n` when the state alone tells it: the labelset is

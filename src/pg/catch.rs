@@ -27,6 +27,16 @@ unsafe extern "C-unwind" {
     #[link_name = "try_table_open"]
     pub fn try_table_open(relation_id: pg_sys::Oid, lockmode: pg_sys::LOCKMODE)
         -> pg_sys::Relation;
+    #[link_name = "SPI_execute_with_args"]
+    pub fn spi_execute_with_args(
+        src: *const c_char,
+        nargs: c_int,
+        argtypes: *mut pg_sys::Oid,
+        values: *mut Datum,
+        nulls: *const c_char,
+        read_only: bool,
+        tcount: c_long,
+    ) -> c_int;
     #[link_name = "SPI_execute"]
     pub fn spi_execute(src: *const c_char, read_only: bool, tcount: c_long) -> c_int;
     #[link_name = "SPI_execute_snapshot"]
@@ -88,6 +98,11 @@ impl Error {
             *c = (((d.sqlerrcode >> (6 * i)) & 0x3F) as u8) + b'0';
         }
         let mut e = Error::new(code, text(d.message).unwrap_or_default());
+        // pg_labels raises its own errors without a source file (crate::pg::error::raise);
+        // PostgreSQL (and PL/pgSQL) always names one
+        if !d.filename.is_null() {
+            e = e.raised_by_postgres();
+        }
         if let Some(detail) = text(d.detail) {
             e = e.detail(detail);
         }

@@ -13,6 +13,7 @@
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
 use crate::pg::inval;
 use crate::pg::local::{BackendLocal, Scoped};
+use crate::pg::sql::Sql;
 use pgrx::pg_sys::{self, Datum, Oid};
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
@@ -250,12 +251,24 @@ pub fn shard_of_relation(namespace: Oid, relid: Oid) -> Result<Option<i64>> {
 /// `application_name` says so)? Anyone can claim it: what such a backend is told is checked
 /// as any other claim would be.
 pub fn internal_backend() -> bool {
-    setting(c"application_name").is_some_and(|a| a.starts_with("citus_internal gpid="))
+    loaded() && setting(c"application_name").is_some_and(|a| a.starts_with("citus_internal gpid="))
 }
 
-/// Is Citus loaded in this backend?
+/// Is Citus loaded in this backend? Its own setting exists, not a placeholder anyone can make
+/// with `SET citus.propagate_set_commands = ...` before (or without) Citus.
 pub fn loaded() -> bool {
-    setting(c"citus.propagate_set_commands").is_some()
+    real_setting(c"citus.propagate_set_commands")
+}
+
+/// Does a setting exist, defined by the code that owns it (not a placeholder)?
+fn real_setting(name: &CStr) -> bool {
+    // SAFETY: GetConfigOptionFlags with missing_ok returns 0 when there is no such setting.
+    unsafe {
+        !pg_sys::GetConfigOption(name.as_ptr(), true, false).is_null()
+            && pg_sys::GetConfigOptionFlags(name.as_ptr(), true)
+                & pg_sys::GUC_CUSTOM_PLACEHOLDER as i32
+                == 0
+    }
 }
 
 /// A setting's value, `None` when there is no such setting.
@@ -270,20 +283,13 @@ pub fn setting(name: &CStr) -> Option<String> {
 
 /// `SET LOCAL name TO 'value'` as a statement Citus carries to every node this transaction
 /// reaches (in a transaction block; `citus.propagate_set_commands` is set to `local` for the
-/// transaction first). `value` must need no quoting beyond its single quotes.
-pub fn set_local_carried(name: &str, value: &str) -> Result<()> {
-    if value.contains('\'')
-        || value.contains('\\')
-        || !name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
-    {
-        return Err(Error::corrupt("setting"));
-    }
-    let sql = CString::new(format!(
-        "SET LOCAL citus.propagate_set_commands TO 'local'; SET LOCAL {name} TO '{value}'"
-    ))
-    .map_err(|_| Error::corrupt("setting"))?;
+/// transaction first). The value goes as a quoted literal ([`Sql::literal`]).
+pub fn set_local_carried(name: &'static str, value: &str) -> Result<()> {
+    let sql = Sql::new("SET LOCAL citus.propagate_set_commands TO 'local'; SET LOCAL ")
+        .push(name)
+        .push(" TO ")
+        .literal(value);
+    let sql = CString::new(sql.text()).map_err(|_| Error::corrupt("setting"))?;
     // SAFETY: SPI_connect/SPI_finish bracket two utility statements we made; a PostgreSQL
     // error inside propagates through pgrx's guard.
     unsafe {
@@ -298,7 +304,7 @@ pub fn set_local_carried(name: &str, value: &str) -> Result<()> {
         if rc < 0 {
             return Err(Error::new(
                 NOT_IN_PREREQUISITE_STATE,
-                format!("pg_labels: SET LOCAL {name} failed ({rc})"),
+                format!("pg_labels: setting {name} for the transaction failed ({rc})"),
             ));
         }
     }

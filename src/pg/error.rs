@@ -30,6 +30,9 @@ pub struct ErrorData {
     pub constraint: Option<String>,
     /// Schema and table, for the error's schema- and table-name fields.
     pub table: Option<(String, String)>,
+    /// Raised by PostgreSQL itself (caught and carried on), not made by pg_labels: its DETAIL
+    /// may hold row contents (see [`Error::for_caller`]).
+    pub by_postgres: bool,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -66,6 +69,7 @@ impl Error {
             hint: None,
             constraint: None,
             table: None,
+            by_postgres: false,
         }))
     }
 
@@ -111,6 +115,38 @@ impl Error {
         .detail(e.to_string())
     }
 
+    /// Mark an error as raised by PostgreSQL itself (see [`ErrorData::by_postgres`]).
+    pub fn raised_by_postgres(mut self) -> Self {
+        self.0.by_postgres = true;
+        self
+    }
+
+    /// The error as the caller of a function that ran it as the tables' owner may see it. An
+    /// error pg_labels made says only what its caller may know, and is unchanged. One that
+    /// PostgreSQL raised inside a statement run as the owner may describe rows the caller
+    /// cannot read (a constraint's "Failing row contains (...)", a key's "Key (...)=(...)", a
+    /// value quoted in a data exception's message): its DETAIL goes (but for the classes
+    /// whose DETAIL names no row: a serialization failure, a deadlock, a lock not available,
+    /// an operator's intervention, a resource exhausted) and a data exception gets a message
+    /// of pg_labels' own. Its SQLSTATE, constraint and table stay.
+    pub fn for_caller(mut self) -> Error {
+        if !self.0.by_postgres {
+            return self;
+        }
+        let class = [self.0.sqlstate[0], self.0.sqlstate[1]];
+        if !matches!(&class, b"40" | b"53" | b"55" | b"57") {
+            self.0.detail = None;
+        }
+        if &class == b"22" {
+            self.0.message = format!(
+                "pg_labels: a value read as the platform tables' owner is not valid (SQLSTATE {})",
+                String::from_utf8_lossy(&self.0.sqlstate)
+            );
+            self.0.hint = None;
+        }
+        self
+    }
+
     /// A datum that does not start with a known version byte, or is otherwise damaged.
     pub fn corrupt(type_name: &str) -> Self {
         Error::new(
@@ -130,6 +166,7 @@ impl From<pg_labels_core::refusal::Refusal> for Error {
             hint: r.hint,
             constraint: r.constraint.map(str::to_string),
             table: r.table.map(|t| ("pg_labels".to_string(), t.to_string())),
+            by_postgres: false,
         }))
     }
 }
@@ -223,6 +260,87 @@ pub unsafe fn raise(e: Error) -> ! {
         }
         // errstart(ERROR) always returns true and errfinish(ERROR) never returns.
         std::process::abort()
+    }
+}
+
+/// The error a panic caught at a function's boundary becomes. A PostgreSQL ERROR raised inside
+/// a call pgrx guards arrives as a panic carrying it: it keeps its SQLSTATE, message, DETAIL
+/// and HINT, and nothing else (pgrx would add a Rust backtrace to its DETAIL and name a Rust
+/// file as its location). A Rust panic is a bug of pg_labels: `XX000` with its message; where
+/// it happened goes to the server log only.
+pub fn from_panic(payload: Box<dyn std::any::Any + Send>) -> Error {
+    use pgrx::pg_sys::panic::CaughtError;
+    let code = |c: pgrx::PgSqlErrorCode| -> SqlState {
+        let n = c as isize;
+        let mut code = [0u8; 5];
+        for (i, ch) in code.iter_mut().enumerate() {
+            *ch = (((n >> (6 * i)) & 0x3F) as u8) + b'0';
+        }
+        code
+    };
+    let payload = match payload.downcast::<CaughtError>() {
+        Ok(caught) => match *caught {
+            CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => {
+                let mut e = Error::new(code(r.sql_error_code()), r.message());
+                if let Some(d) = r.detail() {
+                    e = e.detail(d);
+                }
+                if let Some(h) = r.hint() {
+                    e = e.hint(h);
+                }
+                return e.raised_by_postgres();
+            }
+            CaughtError::RustPanic { ereport, .. } => {
+                log_server_only(&format!(
+                    "pg_labels: internal error at {}:{}: {}",
+                    ereport.file(),
+                    ereport.line_number(),
+                    ereport.message()
+                ));
+                return Error::new(
+                    INTERNAL_ERROR,
+                    format!("pg_labels: internal error: {}", ereport.message()),
+                );
+            }
+        },
+        Err(other) => other,
+    };
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string());
+    log_server_only(&format!("pg_labels: internal error: {message}"));
+    Error::new(
+        INTERNAL_ERROR,
+        format!("pg_labels: internal error: {message}"),
+    )
+}
+
+/// Write a line to the server log, never to a client (`LOG_SERVER_ONLY`).
+pub fn log_server_only(message: &str) {
+    log_at(pgrx::pg_sys::LOG_SERVER_ONLY as c_int, message);
+}
+
+/// Write a line to the server log (`LOG`: a client sees it only if it asked for log lines).
+pub fn log(message: &str) {
+    log_at(pgrx::pg_sys::LOG as c_int, message);
+}
+
+/// Write a `WARNING` (to the server log, and to the client).
+pub fn warning(message: &str) {
+    log_at(pgrx::pg_sys::WARNING as c_int, message);
+}
+
+fn log_at(level: c_int, message: &str) {
+    // SAFETY: below ERROR, errstart/errfinish return normally; the message is copied to
+    // palloc'd memory first and passed through "%s".
+    unsafe {
+        let m = pstr(&capped(message, TEXT_LIMIT));
+        if errstart(level, std::ptr::null()) {
+            errmsg(c"%s".as_ptr(), m);
+            errfinish(std::ptr::null(), 0, std::ptr::null());
+        }
     }
 }
 

@@ -50,11 +50,12 @@ macro_rules! sql_function {
                 }
                 // SAFETY: `fc` is the live FunctionCallInfo of this call (see # Safety).
                 let call = unsafe { $crate::pg::fmgr::Call::new(fc) };
-                // SAFETY: the guard turns a Rust panic or a PostgreSQL ERROR inside the body into
-                // a PostgreSQL ERROR; the body owns nothing across it.
-                let result = unsafe {
-                    ::pgrx::pg_sys::submodules::panic::pgrx_extern_c_guard(|| body(call))
-                };
+                // A PostgreSQL ERROR inside a call pgrx guards arrives as a panic (pgrx's FFI
+                // boundary copies and flushes it), as does a Rust panic: both become an Error
+                // (crate::pg::error::from_panic), raised like the body's own once everything
+                // the body owned is dropped.
+                let result = ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| body(call)))
+                    .unwrap_or_else(|payload| Err($crate::pg::error::from_panic(payload)));
                 match result {
                     Ok(datum) => datum,
                     // SAFETY: the outermost frame of the function, nothing left to drop.

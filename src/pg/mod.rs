@@ -15,5 +15,6 @@ pub mod inval;
 pub mod local;
 pub mod lock;
 pub mod spi;
+pub mod sql;
 pub mod srf;
 pub mod trigger;

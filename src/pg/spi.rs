@@ -12,6 +12,7 @@ use crate::pg::datum::{self, FromDatum};
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
 use crate::pg::inval;
 use crate::pg::local::BackendLocal;
+pub use crate::pg::sql::Sql;
 use crate::pg::trigger::platform_schema;
 use pgrx::pg_sys::{self, Datum, Oid};
 use std::ffi::{CStr, CString};
@@ -80,30 +81,16 @@ impl SavedPlan {
         read_only: bool,
         limit: i64,
     ) -> Result<Rows<'spi>> {
-        // SAFETY: NewGUCNestLevel/AtEOXact_GUC bracket the setting (restored on error by the
-        // transaction's abort).
-        unsafe {
-            let nest = pg_sys::NewGUCNestLevel();
-            pg_sys::set_config_option(
-                c"search_path".as_ptr(),
-                c"pg_catalog, pg_temp".as_ptr(),
-                pg_sys::GucContext::PGC_USERSET,
-                pg_sys::GucSource::PGC_S_SESSION,
-                pg_sys::GucAction::GUC_ACTION_SAVE,
-                true,
-                0,
-                false,
-            );
-            let out = self.prepare_and_run(types, args, read_only, limit, false);
-            pg_sys::AtEOXact_GUC(true, nest);
-            out
-        }
+        pinned(|| self.prepare_and_run(types, args, read_only, limit, false))
     }
 
     /// Execute a read-only statement with the latest snapshot rather than the transaction's:
     /// it sees every row committed before it starts, also in a `REPEATABLE READ` transaction
-    /// (as PostgreSQL's foreign-key checks do). For checks made under a lock that orders the
-    /// writers (a run's row), so that what committed before the lock was granted counts.
+    /// (as PostgreSQL's foreign-key checks do), and the rows the running command inserted
+    /// before (the earlier rows of a multi-row `INSERT`, `INSERT ... SELECT` or `COPY`, which
+    /// a snapshot of the command itself does not show). For checks made under a lock that
+    /// orders the writers (a run's row), so that what committed before the lock was granted
+    /// counts, and a use of something single-use earlier in the same statement too.
     pub fn execute_latest<'spi>(
         &self,
         _spi: &'spi Spi,
@@ -111,23 +98,7 @@ impl SavedPlan {
         args: &[Option<Datum>],
         limit: i64,
     ) -> Result<Rows<'spi>> {
-        // SAFETY: as in execute.
-        unsafe {
-            let nest = pg_sys::NewGUCNestLevel();
-            pg_sys::set_config_option(
-                c"search_path".as_ptr(),
-                c"pg_catalog, pg_temp".as_ptr(),
-                pg_sys::GucContext::PGC_USERSET,
-                pg_sys::GucSource::PGC_S_SESSION,
-                pg_sys::GucAction::GUC_ACTION_SAVE,
-                true,
-                0,
-                false,
-            );
-            let out = self.prepare_and_run(types, args, true, limit, true);
-            pg_sys::AtEOXact_GUC(true, nest);
-            out
-        }
+        pinned(|| self.prepare_and_run(types, args, true, limit, true))
     }
 
     fn plan(&self, types: &[Oid]) -> Result<pg_sys::SPIPlanPtr> {
@@ -245,7 +216,13 @@ impl SavedPlan {
         // PostgreSQL's foreign-key checks do.
         let rc = unsafe {
             let snapshot = if latest {
-                pg_sys::GetLatestSnapshot()
+                // the latest snapshot, seeing the running command's own earlier rows too: a
+                // row it inserted has that command's id as its cmin, visible to a snapshot
+                // whose curcid is past it. (GetLatestSnapshot's snapshot is static and
+                // recomputed by the next call; SPI pushes a copy of it.)
+                let s = pg_sys::GetLatestSnapshot();
+                (*s).curcid = pg_sys::GetCurrentCommandId(false).wrapping_add(1);
+                s
             } else {
                 std::ptr::null_mut()
             };
@@ -282,13 +259,12 @@ impl SavedPlan {
     }
 }
 
-/// Run one statement built at run time (DDL, or a query naming a table found at run time),
-/// under `search_path = pg_catalog, pg_temp` like the saved plans. Only for statements the
-/// extension builds from names it controls (quoted with `quote_ident` where they vary).
-pub fn run<'spi>(_spi: &'spi Spi, sql: &str, read_only: bool) -> Result<Rows<'spi>> {
-    let c = CString::new(sql).map_err(|_| spi_error("build a statement", 0))?;
-    // SAFETY: as in SavedPlan::execute; the closure calls one unguarded C function and owns
-    // nothing (c outlives it).
+/// Run `f` with the settings every statement of the extension runs under, whatever the
+/// session set: `search_path = pg_catalog, pg_temp`, so that the caller's search_path does not
+/// choose their operators, functions or casts (they are parsed, and parsed again when the plan
+/// cache re-plans, under it). Restored afterwards (on an error, by the transaction's abort).
+fn pinned<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: NewGUCNestLevel/AtEOXact_GUC bracket the setting.
     unsafe {
         let nest = pg_sys::NewGUCNestLevel();
         pg_sys::set_config_option(
@@ -301,13 +277,55 @@ pub fn run<'spi>(_spi: &'spi Spi, sql: &str, read_only: bool) -> Result<Rows<'sp
             0,
             false,
         );
-        let ptr = c.as_ptr();
-        let rc = crate::pg::catch::catch(|| crate::pg::catch::spi_execute(ptr, read_only, 0));
+        let out = f();
         pg_sys::AtEOXact_GUC(true, nest);
-        let rc = rc?;
-        if rc < 0 {
-            return Err(spi_error("execute", rc));
+        out
+    }
+}
+
+/// Run one statement built at run time ([`Sql`]), under the settings of the saved plans.
+pub fn run<'spi>(spi: &'spi Spi, sql: &Sql, read_only: bool) -> Result<Rows<'spi>> {
+    run_with(spi, sql, &[], &[], read_only)
+}
+
+/// [`run`] with parameters (`$1` ...: types and values, `None` is SQL NULL).
+pub fn run_with<'spi>(
+    _spi: &'spi Spi,
+    sql: &Sql,
+    types: &[Oid],
+    args: &[Option<Datum>],
+    read_only: bool,
+) -> Result<Rows<'spi>> {
+    let c = CString::new(sql.text()).map_err(|_| spi_error("build a statement", 0))?;
+    if types.len() != args.len() {
+        return Err(spi_error("build a statement", args.len() as i32));
+    }
+    let mut values: Vec<Datum> = args
+        .iter()
+        .map(|a| a.unwrap_or(Datum::from(0usize)))
+        .collect();
+    let nulls: Vec<std::ffi::c_char> = args
+        .iter()
+        .map(|a| if a.is_some() { b' ' } else { b'n' } as std::ffi::c_char)
+        .collect();
+    let rc = pinned(|| {
+        let (ptr, values_ptr, nulls_ptr) = (c.as_ptr(), values.as_mut_ptr(), nulls.as_ptr());
+        let (n, types_ptr) = (types.len() as i32, types.as_ptr() as *mut Oid);
+        // SAFETY: the closure calls one unguarded C function and owns nothing (c, values,
+        // nulls and types outlive it).
+        unsafe {
+            crate::pg::catch::catch(|| {
+                crate::pg::catch::spi_execute_with_args(
+                    ptr, n, types_ptr, values_ptr, nulls_ptr, read_only, 0,
+                )
+            })
         }
+    })?;
+    if rc < 0 {
+        return Err(spi_error("execute", rc));
+    }
+    // SAFETY: SPI just set these globals.
+    unsafe {
         Ok(Rows {
             table: pg_sys::SPI_tuptable,
             processed: pg_sys::SPI_processed,
@@ -366,27 +384,58 @@ fn spi_error(what: &str, rc: i32) -> Error {
 /// Run `f` as `owner` (the platform tables' owner), with row-level security not forced on it,
 /// the way PostgreSQL runs foreign-key checks. The caller's identity is restored afterwards,
 /// also when `f` fails (a PostgreSQL error restores it through the transaction's abort).
-pub fn as_owner<T>(owner: Oid, f: impl FnOnce() -> T) -> T {
-    struct Restore(Oid, i32);
+///
+/// What the caller set cannot change what runs as the owner: a session whose user is not a
+/// superuser but was granted `SET` on `session_replication_role` gets the triggers of what
+/// the owner writes for it all the same (`origin` for the duration). And an error PostgreSQL
+/// raised inside reaches the caller as [`Error::for_caller`] makes it: without a DETAIL that
+/// could hold rows the caller cannot read.
+pub fn as_owner<T>(owner: Oid, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    struct Restore(Oid, i32, Option<i32>);
     impl Drop for Restore {
         fn drop(&mut self) {
-            // SAFETY: puts back what GetUserIdAndSecContext returned.
-            unsafe { pg_sys::SetUserIdAndSecContext(self.0, self.1) }
+            // SAFETY: puts back what GetUserIdAndSecContext returned, and the settings at the
+            // nest level opened below.
+            unsafe {
+                if let Some(nest) = self.2 {
+                    pg_sys::AtEOXact_GUC(true, nest);
+                }
+                pg_sys::SetUserIdAndSecContext(self.0, self.1)
+            }
         }
     }
     let (mut saved_user, mut saved_ctx) = (Oid::INVALID, 0i32);
-    // SAFETY: plain reads and writes of the backend's current user and security context.
-    unsafe {
+    // SAFETY: plain reads and writes of the backend's current user, security context and
+    // settings; the setting is one a C function may set (PGC_SUSET).
+    let nest = unsafe {
         pg_sys::GetUserIdAndSecContext(&mut saved_user, &mut saved_ctx);
+        let nest = (pg_sys::SessionReplicationRole
+            != pg_sys::SESSION_REPLICATION_ROLE_ORIGIN as i32
+            && !pg_sys::superuser_arg(pg_sys::GetSessionUserId()))
+        .then(|| {
+            let nest = pg_sys::NewGUCNestLevel();
+            pg_sys::set_config_option(
+                c"session_replication_role".as_ptr(),
+                c"origin".as_ptr(),
+                pg_sys::GucContext::PGC_SUSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+                pg_sys::GucAction::GUC_ACTION_SAVE,
+                true,
+                0,
+                false,
+            );
+            nest
+        });
         pg_sys::SetUserIdAndSecContext(
             owner,
             saved_ctx
                 | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32
                 | pg_sys::SECURITY_NOFORCE_RLS as i32,
         );
-    }
-    let _restore = Restore(saved_user, saved_ctx);
-    f()
+        nest
+    };
+    let _restore = Restore(saved_user, saved_ctx, nest);
+    f().map_err(Error::for_caller)
 }
 
 // GetUserId reads a backend variable and cannot raise: called without pgrx's FFI guard (the
@@ -440,10 +489,30 @@ pub fn is_member(member: Oid, role: Oid) -> bool {
     unsafe { pg_sys::is_member_of_role_nosuper(member, role) }
 }
 
-/// Is the current user a superuser?
-pub fn is_superuser() -> bool {
-    // SAFETY: a catalog lookup of the current user.
-    unsafe { pg_sys::superuser() }
+/// Is the session's own role a superuser, and acting as itself: its current user a superuser
+/// too, not raised to one for the time of a `SECURITY DEFINER` function or of [`as_owner`],
+/// and not in a security-restricted operation (an index expression, a materialized view's
+/// query, run as another role)? What a superuser may do without checks belongs to this case
+/// only.
+pub fn superuser_session() -> bool {
+    // SAFETY: reads of the backend's identity and security context, and two catalog lookups.
+    unsafe {
+        !pg_sys::InLocalUserIdChange()
+            && !pg_sys::InSecurityRestrictedOperation()
+            && pg_sys::superuser_arg(pg_sys::GetSessionUserId())
+            && pg_sys::superuser()
+    }
+}
+
+/// Is the current user the session's own role, acting as itself (not inside a `SECURITY
+/// DEFINER` function, [`as_owner`] or a security-restricted operation)?
+pub fn acting_as_session_user() -> bool {
+    // SAFETY: reads of the backend's identity and security context.
+    unsafe {
+        !pg_sys::InLocalUserIdChange()
+            && !pg_sys::InSecurityRestrictedOperation()
+            && pg_sys::GetUserId() == pg_sys::GetSessionUserId()
+    }
 }
 
 /// Is the `row_security` setting on (its default)? pg_dump and pg_restore turn it off.

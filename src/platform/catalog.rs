@@ -1238,10 +1238,14 @@ pub fn refuse_given(table: &'static str, column: &str, why: &str) -> Error {
     pg_labels_core::refusal::written_by_database(table, column, why).into()
 }
 
-/// Is this session restoring a dump? A superuser with `row_security` off, as pg_dump's output
-/// and pg_restore run: the triggers then take every row as it was decided when it was first
-/// written (history is not decided again, and the tables load in any order). No other role
-/// can: a writer's id, time, decision or actor is refused as always.
+/// Is this session restoring a dump? A superuser session, acting as itself, with `row_security`
+/// off, as pg_dump's output and pg_restore run: the triggers then take every row as it was
+/// decided when it was first written (history is not decided again, and the tables load in
+/// any order). No other session can be taken as restoring: not one whose current user is a
+/// superuser only for the time of a `SECURITY DEFINER` function or of a statement the
+/// extension runs as the tables' owner (a function writing as the owner for its caller always
+/// gets the full checks, whatever the caller set); and no other role at all: a writer's id,
+/// time, decision or actor is refused as always.
 pub fn restoring() -> bool {
-    !crate::pg::spi::row_security_on() && crate::pg::spi::is_superuser()
+    !crate::pg::spi::row_security_on() && crate::pg::spi::superuser_session()
 }

@@ -13,7 +13,7 @@
 
 use crate::pg::error::Result;
 use crate::pg::fmgr::Call;
-use crate::pg::spi::{as_owner, run, with_spi, SavedPlan};
+use crate::pg::spi::{as_owner, run, with_spi, SavedPlan, Sql};
 use crate::pg::trigger::{drop_extension_event, platform_schema};
 use crate::platform::catalog::{platform_owner, relation};
 use crate::sql_function;
@@ -33,14 +33,14 @@ const TRAIL: [&std::ffi::CStr; 6] = [
 /// The platform's relations: every table and view of schema pg_labels that is not a member of
 /// the extension and not a partition (partitions go with their table).
 static PLATFORM_RELATIONS: SavedPlan = SavedPlan::new(
-    c"SELECT pg_catalog.string_agg(c.oid::pg_catalog.regclass::text, ', ' ORDER BY c.relname) FILTER (WHERE c.relkind = 'v'),
-             pg_catalog.string_agg(c.oid::pg_catalog.regclass::text, ', ' ORDER BY c.relname) FILTER (WHERE c.relkind IN ('r', 'p'))
+    c"SELECT c.relname::text, c.relkind = 'v'
         FROM pg_catalog.pg_class c
        WHERE c.relnamespace = 'pg_labels'::pg_catalog.regnamespace
          AND c.relkind IN ('r', 'p', 'v') AND NOT c.relispartition
          AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d
                           WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid
-                            AND d.deptype = 'e')",
+                            AND d.deptype = 'e')
+       ORDER BY c.relkind = 'v' DESC, c.relname",
 );
 
 /// The current role owns the extension (or is a superuser): it may drop it.
@@ -91,7 +91,7 @@ fn on_drop_extension(call: &Call<'_>) -> Result<Datum> {
                     continue;
                 }
                 let t = t.to_str().unwrap_or_default();
-                let rows = run(spi, &format!("SELECT count(*) FROM pg_labels.{t}"), true)?;
+                let rows = run(spi, &Sql::new("SELECT count(*) FROM ").platform(t), true)?;
                 let n = rows.must::<i64>(0, 1)?;
                 if n > 0 {
                     held.push((t, n));
@@ -101,12 +101,29 @@ fn on_drop_extension(call: &Call<'_>) -> Result<Datum> {
                 return Err(refusal::drop_refused(&held).into());
             }
             let rels = PLATFORM_RELATIONS.execute(spi, &[], &[], true, 0)?;
-            let cascade = if drop.cascade { " CASCADE" } else { "" };
-            if let Some(views) = rels.get::<String>(0, 1)? {
-                run(spi, &format!("DROP VIEW {views}{cascade}"), false)?;
+            let (mut views, mut tables) = (Vec::new(), Vec::new());
+            for i in 0..rels.len() {
+                let name: String = rels.must(i, 1)?;
+                if rels.must::<bool>(i, 2)? {
+                    views.push(name);
+                } else {
+                    tables.push(name);
+                }
             }
-            if let Some(tables) = rels.get::<String>(0, 2)? {
-                run(spi, &format!("DROP TABLE {tables}{cascade}"), false)?;
+            for (kind, names) in [
+                (Sql::new("DROP VIEW "), views),
+                (Sql::new("DROP TABLE "), tables),
+            ] {
+                if names.is_empty() {
+                    continue;
+                }
+                let sql = kind.join(names.iter().map(|n| Sql::new("").platform(n)), ", ");
+                let sql = if drop.cascade {
+                    sql.push(" CASCADE")
+                } else {
+                    sql
+                };
+                run(spi, &sql, false)?;
             }
             Ok(Datum::from(0usize))
         })

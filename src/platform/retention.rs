@@ -12,18 +12,27 @@
 //!    artifact made, no share of their artifacts or to them), with their remaining steps (in
 //!    the month the cutoff falls in), artifacts and shares. Only this part deletes row by row,
 //!    and only the rows of such runs.
+//!
+//! It never removes the present: a cutoff later than the start of the month
+//! [`retention::MIN_RETENTION_MONTHS`] before the current one (UTC), an infinite one or none
+//! is refused first (`pg_labels_core::retention`). What it removed goes to the server log, with
+//! counts. Every statement takes the cutoff as a parameter; the partitions' names, found in
+//! the catalog, are quoted identifiers ([`Sql`]).
 
 use crate::pg::datum::Timestamp;
-use crate::pg::spi::{as_owner, run, with_spi, SavedPlan};
-use crate::platform::catalog::platform_owner;
+use crate::pg::error::{log, Error, Result};
+use crate::pg::spi::{as_owner, current_user_name, run, run_with, with_spi, SavedPlan, Spi, Sql};
+use crate::platform::catalog::{platform_owner, trail_time};
 use crate::platform::state::PURGING;
 use crate::sql_function;
+use pg_labels_core::retention;
 use pgrx::pg_sys::{self, Datum};
 
 /// Whole runs opened before the cutoff with nothing at or after it (no step, no artifact made,
-/// no share of its artifacts or to it): their shares, artifacts and steps, then them. Steps of
-/// other runs that read a purged artifact keep its id, origin run and digest (copied into the
-/// step when it was read). Crossings are the audit record of authorizations and are kept.
+/// no share of its artifacts or to it): their shares, artifacts and steps, then them; how many
+/// of each. Steps of other runs that read a purged artifact keep its id, origin run and digest
+/// (copied into the step when it was read). Crossings are the audit record of authorizations
+/// and are kept.
 static PURGE: SavedPlan = SavedPlan::new(
     c"WITH doomed AS (
           SELECT r.id FROM pg_labels.runs r
@@ -38,17 +47,16 @@ static PURGE: SavedPlan = SavedPlan::new(
           DELETE FROM pg_labels.shares sh
            WHERE sh.to_run IN (SELECT id FROM doomed)
               OR sh.artifact_id IN (SELECT a.id FROM pg_labels.artifacts a JOIN doomed d ON a.origin_run = d.id)
+          RETURNING 1
       ), gone_artifacts AS (
-          DELETE FROM pg_labels.artifacts a USING doomed d WHERE a.origin_run = d.id
+          DELETE FROM pg_labels.artifacts a USING doomed d WHERE a.origin_run = d.id RETURNING 1
       ), gone_steps AS (
-          DELETE FROM pg_labels.steps s USING doomed d WHERE s.run_id = d.id
+          DELETE FROM pg_labels.steps s USING doomed d WHERE s.run_id = d.id RETURNING 1
+      ), gone_runs AS (
+          DELETE FROM pg_labels.runs r USING doomed d WHERE r.id = d.id RETURNING 1
       )
-      DELETE FROM pg_labels.runs r USING doomed d WHERE r.id = d.id",
-);
-
-/// The start of the month (UTC) the cutoff falls in.
-static MONTH_START: SavedPlan = SavedPlan::new(
-    c"SELECT pg_catalog.date_trunc('month', $1 AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
+      SELECT (SELECT count(*) FROM gone_runs), (SELECT count(*) FROM gone_steps),
+             (SELECT count(*) FROM gone_artifacts), (SELECT count(*) FROM gone_shares)",
 );
 
 /// The partitions of the trail's ring that exist (none on a table of release 0.1.0).
@@ -62,14 +70,16 @@ static RING: SavedPlan = SavedPlan::new(
 sql_function! {
     /// `pg_labels.purge(older_than timestamptz) → bigint`: the number of runs deleted.
     fn pgl_purge(call) {
-        let cutoff = call.datum(0);
+        let now = trail_time();
+        let given = (!call.is_null(0)).then(|| call.datum(0).value() as i64);
+        let cut = retention::cut(now.0, given).map_err(Error::from)?;
         let owner = platform_owner()?;
         // its statements join and lock across runs, shares and artifacts, which Citus cannot
         // run over distributed tables
         if crate::pg::citus::loaded() {
             if let Some(ns) = crate::pg::trigger::platform_schema() {
                 if crate::pg::citus::manages(ns, "runs")? {
-                    return Err(crate::pg::error::Error::new(
+                    return Err(Error::new(
                         crate::pg::error::FEATURE_NOT_SUPPORTED,
                         "pg_labels.purge() does not run on a Citus cluster yet",
                     )
@@ -77,72 +87,130 @@ sql_function! {
                 }
             }
         }
-        let n = as_owner(owner, || with_spi(|spi| {
-            let _purging = PURGING.enter(());
-            // no step is written meanwhile: a step's lock on its run may be one of the lock
-            // manager's (catalog::RunLock), which this purge's writes of runs' rows would not
-            // wait for; steps wait for the purge instead, and then read their runs as it left
-            // them
-            run(spi, "LOCK TABLE pg_labels.runs IN EXCLUSIVE MODE", false)?;
-            let start = MONTH_START
-                .execute(spi, &[pg_sys::TIMESTAMPTZOID], &[Some(cutoff)], true, 1)?
-                .must::<Timestamp>(0, 1)?;
-            let ring = RING.execute(spi, &[], &[], true, 0)?;
-            let parts: Vec<String> = (0..ring.len()).map(|i| ring.must::<String>(i, 1)).collect::<Result<_, _>>()?;
-            // what goes: whole partitions, and the older rows of one that holds a later month
-            // too (purge was not run for two years)
-            let mut whole: Vec<&str> = Vec::new();
-            let mut older: Vec<&str> = Vec::new();
-            for part in &parts {
-                // (names of the ring, steps_00 .. steps_23: nothing to quote)
-                let newest = run(spi, &format!("SELECT created_at FROM pg_labels.{part} ORDER BY id DESC LIMIT 1"), true)?
-                    .get::<Timestamp>(0, 1)?;
-                let Some(newest) = newest else { continue };
-                if newest < start {
-                    whole.push(part);
-                    continue;
-                }
-                let oldest = run(spi, &format!("SELECT created_at FROM pg_labels.{part} ORDER BY id LIMIT 1"), true)?
-                    .get::<Timestamp>(0, 1)?;
-                if oldest.is_some_and(|o| o < start) {
-                    older.push(part);
-                }
-            }
-            // every run that keeps going records where its hash chain is cut: the hash of its
-            // last step that goes, and how many go (verify() goes on from there); a run whose
-            // row's checkpoint goes takes the cut as its checkpoint. The run's row lock orders
-            // this with its steps: a step waits for it and then reads the checkpoint and
-            // partition as they are after the purge
-            let going: Vec<String> = whole
-                .iter()
-                .map(|p| format!("SELECT run_id, id, hash FROM pg_labels.{p}"))
-                .chain(older.iter().map(|p| {
-                    format!("SELECT run_id, id, hash FROM pg_labels.{p} WHERE created_at < '{}'", start.text())
-                }))
-                .collect();
-            if !going.is_empty() {
-                run(spi, &format!(
-                    "UPDATE pg_labels.runs r
-                        SET chain_cut = c.hash, chain_cut_length = coalesce(r.chain_cut_length, 0) + c.n,
-                            chain_head = CASE WHEN EXISTS (SELECT FROM pg_labels.steps s
-                                                            WHERE s.run_id = r.id AND s.hash = r.chain_head
-                                                              AND s.created_at >= '{start}')
-                                              THEN r.chain_head ELSE c.hash END
-                       FROM (SELECT run_id, count(*) AS n, (array_agg(hash ORDER BY id DESC))[1] AS hash
-                               FROM ({going}) g GROUP BY run_id) c
-                      WHERE r.id = c.run_id AND r.chain_head IS NOT NULL",
-                    going = going.join(" UNION ALL "),
-                    start = start.text(),
-                ), false)?;
-            }
-            for part in &whole {
-                run(spi, &format!("TRUNCATE pg_labels.{part}"), false)?;
-            }
-            for part in &older {
-                run(spi, &format!("DELETE FROM pg_labels.{part} WHERE created_at < '{}'", start.text()), false)?;
-            }
-            Ok(PURGE.execute(spi, &[pg_sys::TIMESTAMPTZOID], &[Some(cutoff)], false, 0)?.len())
-        }))?;
-        Ok(Datum::from(n as i64))
+        let who = current_user_name();
+        let n = as_owner(owner, || with_spi(|spi| purge(spi, &cut, &who)))?;
+        Ok(Datum::from(n))
     }
+}
+
+/// The purge itself, as the owner: see the module's documentation. Returns the runs removed.
+fn purge(spi: &Spi, cut: &retention::Cut, who: &str) -> Result<i64> {
+    let _purging = PURGING.enter(());
+    // no step is written meanwhile: a step's lock on its run may be one of the lock
+    // manager's (catalog::RunLock), which this purge's writes of runs' rows would not
+    // wait for; steps wait for the purge instead, and then read their runs as it left
+    // them
+    run(
+        spi,
+        &Sql::new("LOCK TABLE pg_labels.runs IN EXCLUSIVE MODE"),
+        false,
+    )?;
+    let start = Some(Timestamp(cut.month_start).datum());
+    let ts = [pg_sys::TIMESTAMPTZOID];
+    let ring = RING.execute(spi, &[], &[], true, 0)?;
+    let parts: Vec<String> = (0..ring.len())
+        .map(|i| ring.must::<String>(i, 1))
+        .collect::<Result<_>>()?;
+    // what goes: whole partitions, and the older rows of one that holds a later month
+    // too (purge was not run for two years)
+    let mut whole: Vec<&str> = Vec::new();
+    let mut older: Vec<&str> = Vec::new();
+    for part in &parts {
+        let newest = run(
+            spi,
+            &Sql::new("SELECT created_at FROM ")
+                .platform(part)
+                .push(" ORDER BY id DESC LIMIT 1"),
+            true,
+        )?
+        .get::<Timestamp>(0, 1)?;
+        let Some(newest) = newest else { continue };
+        if newest.0 < cut.month_start {
+            whole.push(part);
+            continue;
+        }
+        let oldest = run(
+            spi,
+            &Sql::new("SELECT created_at FROM ")
+                .platform(part)
+                .push(" ORDER BY id LIMIT 1"),
+            true,
+        )?
+        .get::<Timestamp>(0, 1)?;
+        if oldest.is_some_and(|o| o.0 < cut.month_start) {
+            older.push(part);
+        }
+    }
+    // every run that keeps going records where its hash chain is cut: the hash of its
+    // last step that goes, and how many go (verify() goes on from there); a run whose
+    // row's checkpoint goes takes the cut as its checkpoint. The run's row lock orders
+    // this with its steps: a step waits for it and then reads the checkpoint and
+    // partition as they are after the purge
+    let mut steps_gone = 0i64;
+    if !whole.is_empty() || !older.is_empty() {
+        let going = whole
+            .iter()
+            .map(|p| Sql::new("SELECT run_id, id, hash FROM ").platform(p))
+            .chain(older.iter().map(|p| {
+                Sql::new("SELECT run_id, id, hash FROM ")
+                    .platform(p)
+                    .push(" WHERE created_at < $1")
+            }));
+        let sql = Sql::new(
+            "WITH going AS (
+                 SELECT run_id, count(*) AS n, (pg_catalog.array_agg(hash ORDER BY id DESC))[1] AS hash
+                   FROM (",
+        )
+        .join(going, " UNION ALL ")
+        .push(
+            ") g GROUP BY run_id
+             ), cut AS (
+                 UPDATE pg_labels.runs r
+                    SET chain_cut = c.hash, chain_cut_length = coalesce(r.chain_cut_length, 0) + c.n,
+                        chain_head = CASE WHEN EXISTS (SELECT FROM pg_labels.steps s
+                                                        WHERE s.run_id = r.id AND s.hash = r.chain_head
+                                                          AND s.created_at >= $1)
+                                          THEN r.chain_head ELSE c.hash END
+                   FROM going c
+                  WHERE r.id = c.run_id AND r.chain_head IS NOT NULL
+                 RETURNING 1
+             )
+             SELECT coalesce(sum(n), 0)::bigint, (SELECT count(*) FROM cut) FROM going",
+        );
+        steps_gone = run_with(spi, &sql, &ts, &[start], false)?.must::<i64>(0, 1)?;
+    }
+    for part in &whole {
+        run(spi, &Sql::new("TRUNCATE ").platform(part), false)?;
+    }
+    for part in &older {
+        run_with(
+            spi,
+            &Sql::new("DELETE FROM ")
+                .platform(part)
+                .push(" WHERE created_at < $1"),
+            &ts,
+            &[start],
+            false,
+        )?;
+    }
+    let gone = PURGE.execute(spi, &ts, &[Some(Timestamp(cut.cutoff).datum())], false, 1)?;
+    let [runs, steps, artifacts, shares] = [1, 2, 3, 4].map(|c| gone.must::<i64>(0, c));
+    let (runs, steps, artifacts, shares) = (runs?, steps?, artifacts?, shares?);
+    let listed = |ps: &[&str]| {
+        if ps.is_empty() {
+            "none".to_string()
+        } else {
+            ps.join(", ")
+        }
+    };
+    log(&format!(
+        "pg_labels: purge by {who}, cutoff {cutoff} (months before {month} go): {total} steps removed          ({months_gone} months emptied: {whole_list}; older rows deleted from: {older_list}),          {runs} whole runs removed (with {steps} steps of theirs in later months, {artifacts} artifacts and {shares} shares)",
+        cutoff = retention::utc_text(cut.cutoff),
+        month = retention::utc_text(cut.month_start),
+        total = steps_gone + steps,
+        months_gone = whole.len(),
+        whole_list = listed(&whole),
+        older_list = listed(&older),
+    ));
+    Ok(runs)
 }

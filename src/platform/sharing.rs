@@ -89,6 +89,9 @@ static SHARE_COLUMNS: Columns<7> = Columns::new([
     col::<Timestamp>(c"created_at"),
 ]);
 
+/// The scope a share is readable in (none before release 0.3.0).
+static SHARE_CARRIED: Columns<1> = Columns::new([col::<ScopeBuf>(c"carried_scope")]);
+
 fn is_digest(d: &[u8]) -> bool {
     d.len() == 64 && d.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
@@ -189,6 +192,15 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
     }
     let [c_id, c_artifact, c_to_scope, c_to_run, c_crossing, c_actor, c_created] =
         SHARE_COLUMNS.of(&row)?;
+    // (none before release 0.3.0)
+    let carried = SHARE_CARRIED.of(&row).ok().map(|[c]| c);
+    if carried.is_some_and(|c| row.datum(c).is_some()) {
+        return Err(refuse_given(
+            "shares",
+            "carried_scope",
+            "the scope of the artifact's labels",
+        ));
+    }
     // (a table of release 0.1.0, until ALTER EXTENSION UPDATE, takes ids from an identity)
     let legacy_ids = row.is_identity(c_id);
     // on a Citus node (a copy of the reference table) the id and time were filled where the
@@ -305,6 +317,13 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
     }
     if filled {
         changes.push((c_to_scope, Some(scope_datum(&target)?)));
+    }
+    // where the share can be read: where its artifact's labels can be (kept in the row, so
+    // row-level security decides from it alone: pg_labels.readable_in). An artifact holds its
+    // run's labels, its scope label among them; one without any is read only in *.
+    if let Some(c_carried) = carried {
+        let readable_in = LabelSet::from_canonical(&art.labels).scope().unwrap_or(&[]);
+        changes.push((c_carried, Some(scope_datum(readable_in)?)));
     }
     Ok(row.modified(&changes))
 }

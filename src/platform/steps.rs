@@ -20,7 +20,7 @@ use crate::platform::crossings::active_into;
 use crate::platform::sharing;
 use crate::platform::state::DECIDING;
 use crate::sql_function;
-use crate::types::datum::{labelset_datum, LabelSetBuf};
+use crate::types::datum::{labelset_datum, scope_datum, LabelSetBuf, ScopeBuf};
 use pg_labels_core::barrier::{self, Summary, ToolFacts, Verdict};
 use pg_labels_core::chain;
 use pg_labels_core::crossing::{self, Owned};
@@ -65,6 +65,9 @@ static SLOT: Columns<1> = Columns::new([col::<i16>(c"slot")]);
 /// The step's place in its run's hash chain (none either, in release 0.1.0).
 static CHAIN: Columns<2> = Columns::new([col::<Bytea>(c"prev_hash"), col::<Bytea>(c"hash")]);
 
+/// The scope the step is readable in (none before release 0.3.0).
+static CARRIED: Columns<1> = Columns::new([col::<ScopeBuf>(c"carried_scope")]);
+
 /// The columns of a step, by name.
 struct Cols {
     id: i32,
@@ -86,6 +89,7 @@ struct Cols {
     created_at: i32,
     slot: Option<i32>,
     chain: Option<[i32; 2]>,
+    carried: Option<i32>,
 }
 
 impl Cols {
@@ -94,6 +98,7 @@ impl Cols {
             COLUMNS.of(row)?;
         let slot = SLOT.of(row).ok().map(|[s]| s);
         let chain = CHAIN.of(row).ok();
+        let carried = CARRIED.of(row).ok().map(|[c]| c);
         Ok(Cols {
             id,
             run,
@@ -114,6 +119,7 @@ impl Cols {
             created_at,
             slot,
             chain,
+            carried,
         })
     }
 
@@ -212,6 +218,15 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
                     "the step's place in its run's hash chain",
                 ));
             }
+        }
+    }
+    if let Some(carried) = c.carried {
+        if row.datum(carried).is_some() {
+            return Err(refuse_given(
+                "steps",
+                "carried_scope",
+                "the scope of what the run carried once the step was written",
+            ));
         }
     }
     // Who writes the step. An approval decision is written by pg_labels.decide_approval()
@@ -358,7 +373,7 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
         // The id, taken under the run's lock: ids follow the order in which a run's steps were
         // decided.
         // (room for every column the trigger may fill: no reallocation per row)
-        let mut changes: Vec<(i32, Option<Datum>)> = Vec::with_capacity(16);
+        let mut changes: Vec<(i32, Option<Datum>)> = Vec::with_capacity(20);
         changes.push((c.actor, Some(crate::pg::datum::text_datum(&actor)?)));
         if on_shard {
             changes.push((c.created_at, Some(Datum::from(now.0))));
@@ -369,6 +384,14 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
         }
         if let Cow::Owned(body) = &own {
             changes.push((c.labels, Some(labelset_datum(body)?)));
+        }
+        // where the step can be read: the deepest scope that can carry what the run carries
+        // with it (row-level security decides from the row alone: pg_labels.readable_in)
+        if let Some(carried) = c.carried {
+            changes.push((
+                carried,
+                Some(scope_datum(&summary.carried_scope(&run.scope))?),
+            ));
         }
         let crossings_used: &[i64] = match (&verdict, &read) {
             (Some(v), _) => &v.crossings,

@@ -8,7 +8,13 @@
 - no SQLSTATE literal outside core/src/sqlstate.rs;
 - every `unsafe fn` in src/ documents its contract in a `# Safety` section;
 - one version in Cargo.toml, META.json and the CHANGELOG, and a chain of upgrade scripts from
-  every released version (sql/released/) to it.
+  every released version (sql/released/) to it;
+- no SQL text made from values: in src/, no format!() (or string concatenation) makes a
+  statement (statements built at run time are `pg::sql::Sql`, of the extension's own text,
+  quoted identifiers and literals; values go as parameters), and raw SPI entry points are
+  called only in src/pg/; in sql/, a dynamic statement's format() takes identifiers with %I
+  and values with %L, and every %s says what it puts there (a comment `-- %s: ...` on its line
+  or just above).
 
 Exit status 1 with the findings when something does not hold.
 """
@@ -186,6 +192,42 @@ for f in sorted(os.listdir(os.path.join(ROOT, "sql", "released"))):
             todo += edges.get(v, [])
     if cargo_version not in seen:
         findings.append(f"no chain of upgrade scripts from the released {m.group(1)} to {cargo_version}")
+
+# No SQL text made from values (README, Security model)
+SQL_WORDS = re.compile(
+    r"\b(SELECT\b[^\"]*\bFROM\b|INSERT INTO|UPDATE [a-z_.{}\"]+( [a-z]+)? SET|DELETE FROM"
+    r"|TRUNCATE (TABLE |ONLY )?(pg_labels\.|[{\"])"
+    r"|DROP (TABLE|VIEW|POLICY|FUNCTION|SEQUENCE)|LOCK TABLE|SET (LOCAL |SESSION )?[a-z{\"]"
+    r"|ALTER (TABLE|POLICY|EXTENSION|SEQUENCE)|CREATE (TABLE|POLICY|SEQUENCE|INDEX))"
+)
+for path in rust_files(src):
+    rel = os.path.relpath(path, ROOT)
+    text = strip_comments(open(path, encoding="utf-8").read())
+    for m in re.finditer(r'format!\(\s*"((?:[^"\\]|\\.)*)"', text):
+        if SQL_WORDS.search(m.group(1)):
+            line = text[: m.start()].count("\n") + 1
+            findings.append(f"{rel}:{line}: SQL text made with format!(): build it with pg::sql::Sql, values as parameters")
+    for m in re.finditer(r'"((?:[^"\\]|\\.)*)"\s*\+\s*&', text):
+        if SQL_WORDS.search(m.group(1)):
+            line = text[: m.start()].count("\n") + 1
+            findings.append(f"{rel}:{line}: SQL text made by concatenation: build it with pg::sql::Sql")
+    if not rel.startswith(os.path.join("src", "pg") + os.sep):
+        for m in re.finditer(r"\b(SPI_execute\w*|SPI_prepare\w*|SPI_cursor_open\w*|spi_execute\w*)\s*\(", text):
+            line = text[: m.start()].count("\n") + 1
+            findings.append(f"{rel}:{line}: raw SPI call {m.group(1)} outside src/pg/ (use pg::spi)")
+released_targets = {re.match(r"pg_labels--([0-9.]+)\.sql$", f).group(1)
+                    for f in os.listdir(os.path.join(ROOT, "sql", "released")) if f.endswith(".sql")}
+for f in sorted(os.listdir(os.path.join(ROOT, "sql"))):
+    m = re.match(r"pg_labels--[0-9.]+--([0-9.]+)\.sql$", f)
+    if not f.endswith(".sql") or (m and m.group(1) in released_targets):
+        continue  # an upgrade script of a release is frozen with it
+    lines = open(os.path.join(ROOT, "sql", f), encoding="utf-8").read().split("\n")
+    for i, line in enumerate(lines):
+        if "%s" not in line or "-- %s:" in line:
+            continue
+        if any("-- %s:" in lines[j] for j in range(max(0, i - 3), i)):
+            continue
+        findings.append(f"sql/{f}:{i + 1}: %s in a dynamic statement without a '-- %s:' note of what it puts there (%I, %L?)")
 
 if findings:
     print("\n".join(findings))

@@ -55,11 +55,19 @@ for script in "$ROOT"/sql/released/pg_labels--*.sql; do
     [ "$(q -d "$db" -At -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_labels'")" = "$current" ] ||
         fail "$from: not at $current after the update"
 
-    # what was there is unchanged; what 0.2.0 adds (the hash chains' columns, the digests, the
-    # trail's proofs) is left out of this comparison and checked below
-    SNAPSHOT_DROP="{slot,prev_hash,hash,opened_labels,chain_head,chain_slot,chain_cut,chain_cut_length}" \
-        data_snapshot -d "$db" |
-        grep -Ev "^(acl|sequence|rows) (pg_labels\.)?(digests|digests_id_seq|verify|verify_all|ledger_digest|verify_digest|prove|start_chains|distribute|shard_sequence)[ (:]" \
+    # what was there is unchanged; what later releases add is left out of this comparison and
+    # checked below: 0.2.0 the hash chains' columns, the digests, the trail's proofs, Citus;
+    # 0.3.0 the scope a step or share can be read in (carried_scope)
+    case $from in
+        0.1.0)
+            added_columns="slot,prev_hash,hash,opened_labels,chain_head,chain_slot,chain_cut,chain_cut_length,carried_scope"
+            added_objects="digests|digests_id_seq|verify|verify_all|ledger_digest|verify_digest|prove|start_chains|distribute|shard_sequence" ;;
+        *)
+            added_columns="slot,carried_scope"  # (the ring slot is left out of every snapshot)
+            added_objects="nothing_added" ;;
+    esac
+    SNAPSHOT_DROP="{$added_columns}" data_snapshot -d "$db" |
+        grep -Ev "^(acl|sequence|rows) (pg_labels\.)?($added_objects)[ (:]" \
         >"$work/after_comparable"
     diff -u "$work/before" "$work/after_comparable" || fail "$from: rows, sequences or privileges changed"
     echo "data: the same"

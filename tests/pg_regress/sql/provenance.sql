@@ -83,7 +83,6 @@ COMMIT;
 SELECT count(*) AS without_a_scope FROM pg_labels.lineage('d9000000-0000-0000-0000-000000000003');
 RESET ROLE;
 
-SELECT pg_labels.purge('infinity') >= 0 AS purged;
 DELETE FROM pg_labels.grants WHERE role = 'regress_prov_analyst';
 DROP OWNED BY regress_prov_analyst;
 DROP ROLE regress_prov_analyst;

@@ -126,6 +126,5 @@ UPDATE pg_labels.agent_versions SET steps = '{"steps": []}' WHERE agent = 'pub-s
 DELETE FROM pg_labels.agent_versions WHERE agent = 'pub-long';
 TRUNCATE pg_labels.agent_versions CASCADE;
 
-SELECT pg_labels.purge('infinity') >= 0 AS purged;
 DROP OWNED BY regress_pub_platform;
 DROP ROLE regress_pub_platform;

@@ -1,0 +1,319 @@
+-- pg_labels 0.2.0 -> 0.3.0, a security release (CHANGELOG.md, 0.3.0).
+--
+-- - purge(): refuses NULL (no longer STRICT), infinite cutoffs and the present (the function
+--   checks; its comment says so);
+-- - steps and shares keep the scope they can be read in (carried_scope); their policies decide
+--   from it alone, and grants' from member_of(), so no policy reads another row. Rows written
+--   before the update are read where their run's (artifact's) labels are now, as before;
+--   the functions that looked runs and artifacts up for a policy go;
+-- - protect(): a row written carries the entered scope's label or one below it
+--   (pg_labels.writable()); tables protected before the update get the same check.
+
+ALTER FUNCTION pg_labels.purge(timestamptz) CALLED ON NULL INPUT;
+COMMENT ON FUNCTION pg_labels.purge(timestamptz) IS
+    'Retention: empties the months of the trail before the cutoff''s and deletes whole runs opened before the cutoff without a later step; returns the number of runs. Never the present: a cutoff later than the start of the previous month (UTC), infinite or NULL is refused';
+
+-- The policies of steps and shares, and what protect() checks of a row written: decided from
+-- the row alone
+CREATE FUNCTION pg_labels.readable_in(tab pg_catalog.regclass, scope @extschema@.scope) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_readable_in' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10;
+COMMENT ON FUNCTION pg_labels.readable_in(pg_catalog.regclass, @extschema@.scope) IS
+    'A row of tab that can be read in this scope (its carried_scope) is one the caller sees: a writer of tab (INSERT on it), or the entered scope reaches the scope';
+CREATE FUNCTION pg_labels.writable(labels @extschema@.labelset) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_writable' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION pg_labels.writable(@extschema@.labelset) IS
+    'A row with these labels may be written to a protected table: the entered scope can carry them and they hold a scope label (the entered scope''s or one below it), so data is never labelled down to what every scope can read';
+
+-- The scope each step and share can be read in
+ALTER TABLE pg_labels.steps ADD COLUMN carried_scope @extschema@.scope;
+COMMENT ON COLUMN pg_labels.steps.carried_scope IS
+    'Where the step can be read: the deepest scope that can carry what its run carried once the step was written (its labels with the run''s); an analyst sees the step when the entered scope reaches it (set by the database)';
+ALTER TABLE pg_labels.shares ADD COLUMN carried_scope @extschema@.scope;
+COMMENT ON COLUMN pg_labels.shares.carried_scope IS
+    'Where the share can be read: the deepest scope that can carry its artifact''s labels; an analyst sees the share when the entered scope reaches it (set by the database)';
+-- rows written before: where their run's labels (the artifact's) can be read now, as the
+-- policies of 0.2.0 decided (around the append-only triggers, as the update's own writes)
+SET session_replication_role = replica;
+UPDATE pg_labels.steps s SET carried_scope = @extschema@.labelset_scope(r.labels)
+  FROM pg_labels.runs r WHERE r.id = s.run_id;
+UPDATE pg_labels.shares sh SET carried_scope = @extschema@.labelset_scope(a.labels)
+  FROM pg_labels.artifacts a WHERE a.id = sh.artifact_id;
+RESET session_replication_role;
+
+-- The policies of steps (and every partition of its ring), shares and grants
+DO $policies$
+DECLARE
+    part text;
+    citus boolean := false;
+BEGIN
+    -- distributed by pg_labels.distribute()? (pg_dist_partition exists only with Citus)
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        EXECUTE $q$SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+                                   WHERE logicalrelid = 'pg_labels.runs'::pg_catalog.regclass)$q$ INTO citus;
+    END IF;
+    FOR part IN SELECT c.relname FROM pg_catalog.pg_class c
+                 WHERE c.oid = 'pg_labels.steps'::pg_catalog.regclass
+                    OR c.oid IN (SELECT inhrelid FROM pg_catalog.pg_inherits
+                                  WHERE inhparent = 'pg_labels.steps'::pg_catalog.regclass)
+    LOOP
+        EXECUTE pg_catalog.format('DROP POLICY steps_visible ON pg_labels.%I', part);
+        IF citus THEN
+            EXECUTE pg_catalog.format($p$CREATE POLICY steps_visible ON pg_labels.%I
+                USING (pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.text, 'INSERT')
+                       OR pg_labels.visible(@extschema@.labelset(coalesce(carried_scope, '*'::@extschema@.scope))))$p$, part);
+        ELSE
+            EXECUTE pg_catalog.format($p$CREATE POLICY steps_visible ON pg_labels.%I
+                USING (pg_labels.readable_in('pg_labels.steps'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)))$p$, part);
+        END IF;
+    END LOOP;
+    DROP POLICY shares_visible ON pg_labels.shares;
+    DROP POLICY grants_visible ON pg_labels.grants;
+    IF citus THEN
+        CREATE POLICY shares_visible ON pg_labels.shares
+            USING (pg_catalog.has_table_privilege('pg_labels.shares'::pg_catalog.text, 'INSERT')
+                   OR pg_labels.visible(@extschema@.labelset(coalesce(carried_scope, '*'::@extschema@.scope))));
+        CREATE POLICY grants_visible ON pg_labels.grants
+            USING (pg_catalog.has_table_privilege('pg_labels.grants'::pg_catalog.text, 'INSERT')
+                   OR pg_labels.member_of(role) OR pg_labels.visible(@extschema@.labelset(scope)));
+    ELSE
+        CREATE POLICY shares_visible ON pg_labels.shares
+            USING (pg_labels.readable_in('pg_labels.shares'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
+        CREATE POLICY grants_visible ON pg_labels.grants
+            USING ((SELECT pg_catalog.has_table_privilege('pg_labels.grants'::pg_catalog.regclass, 'INSERT'))
+                   OR pg_labels.member_of(role)
+                   OR pg_labels.visible(@extschema@.labelset(scope)));
+    END IF;
+END
+$policies$;
+
+-- No policy looks runs or artifacts up any more (the library keeps their symbols for the
+-- install script of 0.2.0)
+DROP FUNCTION pg_labels.step_readable(pg_catalog.regclass, @extschema@.labelset, uuid);
+DROP FUNCTION pg_labels.run_visible(oid, uuid);
+DROP FUNCTION pg_labels.artifact_visible(oid, uuid);
+
+-- protect(): rows written carry the entered scope's label or one below it
+CREATE OR REPLACE FUNCTION pg_labels.protect(tab regclass, col name DEFAULT 'labels') RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    want oid := '@extschema@.labelset'::pg_catalog.regtype;
+    got oid;
+    part regclass;
+    nsp name;
+    rel name;
+BEGIN
+    SELECT a.atttypid INTO got FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid = tab AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation % does not exist', col, tab USING ERRCODE = '42703';
+    END IF;
+    IF got <> want THEN
+        RAISE EXCEPTION 'column "%" of relation % is of type %, not labelset', col, tab, got::regtype
+            USING ERRCODE = '42804',
+                  HINT = 'pg_labels.protect() guards a table by the labelset column that labels its rows.';
+    END IF;
+    -- the table and every partition or child it has now (a query naming a partition is not
+    -- filtered by its parent's policies)
+    FOR part, nsp, rel IN WITH RECURSIVE tree (rel) AS (
+                    SELECT tab::oid
+                    UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree t ON i.inhparent = t.rel)
+                SELECT c.oid::regclass, n.nspname, c.relname FROM tree
+                  JOIN pg_catalog.pg_class c ON c.oid = tree.rel
+                  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+    LOOP
+        EXECUTE format('ALTER TABLE %I.%I ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY', nsp, rel);
+        IF EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polname = 'pg_labels_visible') THEN
+            EXECUTE format('DROP POLICY pg_labels_visible ON %I.%I', nsp, rel);
+        END IF;
+        EXECUTE format('CREATE POLICY pg_labels_visible ON %I.%I AS RESTRICTIVE USING (pg_labels.visible(%I)) WITH CHECK (pg_labels.writable(%I))',
+                       nsp, rel, col, col);
+        -- restrictive policies only narrow what a permissive one allows: add one if there is none
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polpermissive) THEN
+            EXECUTE format('CREATE POLICY pg_labels_permit ON %I.%I USING (true) WITH CHECK (true)', nsp, rel);
+        END IF;
+        -- fail closed: DROP EXTENSION ... CASCADE drops pg_labels_visible (it calls visible())
+        -- and may drop the labels column; this guard stays and then lets nothing through, until
+        -- protect() is run again
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polname = 'pg_labels_guard') THEN
+            EXECUTE format($g$CREATE POLICY pg_labels_guard ON %I.%I AS RESTRICTIVE
+                USING (EXISTS (SELECT FROM pg_catalog.pg_policy p
+                                WHERE p.polrelid = %L::pg_catalog.regclass AND p.polname = 'pg_labels_visible'))
+                WITH CHECK (EXISTS (SELECT FROM pg_catalog.pg_policy p
+                                     WHERE p.polrelid = %L::pg_catalog.regclass AND p.polname = 'pg_labels_visible'))$g$,
+                nsp, rel, part::text, part::text);
+        END IF;
+    END LOOP;
+END $$;
+COMMENT ON FUNCTION pg_labels.protect(regclass, name) IS
+    'Enables and forces row-level security on a table (and its partitions and children) with a policy on visible(col) for reads and writable(col) for writes (a row written carries the entered scope''s label or one below it); a guard policy keeps the table closed if the extension is dropped';
+-- and every table protected before: the same check for what is written to it (the column is
+-- the one its policy depends on)
+DO $reprotect$
+DECLARE
+    p record;
+BEGIN
+    FOR p IN SELECT n.nspname, c.relname, a.attname
+               FROM pg_catalog.pg_policy pol
+               JOIN pg_catalog.pg_class c ON c.oid = pol.polrelid
+               JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+               JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_policy'::pg_catalog.regclass
+                                          AND d.objid = pol.oid AND d.refobjid = pol.polrelid AND d.refobjsubid > 0
+               JOIN pg_catalog.pg_attribute a ON a.attrelid = pol.polrelid AND a.attnum = d.refobjsubid
+              WHERE pol.polname = 'pg_labels_visible' AND a.atttypid = '@extschema@.labelset'::pg_catalog.regtype
+    LOOP
+        EXECUTE pg_catalog.format('ALTER POLICY pg_labels_visible ON %I.%I WITH CHECK (pg_labels.writable(%I))',
+                                  p.nspname, p.relname, p.attname);
+    END LOOP;
+END
+$reprotect$;
+
+-- distribute(): the Citus policies of steps and shares read the row's carried_scope
+CREATE OR REPLACE FUNCTION pg_labels.distribute(shard_count int DEFAULT 32) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET client_min_messages = warning
+AS $distribute$
+DECLARE
+    r record;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+        RAISE EXCEPTION 'pg_labels.distribute() needs Citus'
+            USING ERRCODE = '55000',
+                  HINT = 'Run it on a Citus coordinator (shared_preload_libraries = ''citus'', CREATE EXTENSION citus).';
+    END IF;
+    IF NOT pg_catalog.citus_is_coordinator() THEN
+        RAISE EXCEPTION 'pg_labels.distribute() runs on the Citus coordinator' USING ERRCODE = '55000';
+    END IF;
+    IF pg_catalog.current_setting('citus.enable_unsafe_triggers') <> 'on' THEN
+        RAISE EXCEPTION 'pg_labels.distribute() needs citus.enable_unsafe_triggers = on'
+            USING ERRCODE = '55000',
+                  DETAIL = 'The platform''s tables are guarded by triggers, which Citus runs on their shards only with this setting.',
+                  HINT = 'ALTER SYSTEM SET citus.enable_unsafe_triggers = on on every node, and reload.';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = 'pg_labels.runs'::pg_catalog.regclass) THEN
+        RAISE NOTICE 'pg_labels is distributed already';
+        RETURN;
+    END IF;
+
+    -- 1. The tables leave the extension: Citus manages them from now on (it cannot manage an
+    --    extension's tables). The functions, types and views stay the extension's.
+    FOR r IN SELECT c.relname FROM pg_catalog.pg_class c
+              WHERE c.relnamespace = 'pg_labels'::pg_catalog.regnamespace AND c.relkind IN ('r', 'p')
+                AND EXISTS (SELECT FROM pg_catalog.pg_depend d
+                             WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid
+                               AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND d.deptype = 'e')
+    LOOP
+        EXECUTE pg_catalog.format('ALTER EXTENSION pg_labels DROP TABLE pg_labels.%I', r.relname);
+    END LOOP;
+
+    -- 2. A unique key of a distributed table holds its distribution column.
+    ALTER TABLE pg_labels.steps DROP CONSTRAINT steps_pkey;
+    ALTER TABLE pg_labels.steps ADD PRIMARY KEY (run_id, id, slot);
+    CREATE INDEX steps_id_idx ON pg_labels.steps (id);
+    -- a reference table's row is written on every node: its id is taken once, where the
+    -- statement enters the cluster (Citus evaluates a default there)
+    ALTER TABLE pg_labels.shares ALTER COLUMN id SET DEFAULT pg_labels.next_share_id();
+
+    -- 3. Citus runs no subquery in a policy: the same rules without one (the writers' check is
+    --    made per row; a step and a share are read in the scope kept in the row).
+    FOR r IN SELECT p.polname, c.relname FROM pg_catalog.pg_policy p
+               JOIN pg_catalog.pg_class c ON c.oid = p.polrelid
+              WHERE c.relnamespace = 'pg_labels'::pg_catalog.regnamespace
+    LOOP
+        EXECUTE pg_catalog.format('DROP POLICY %I ON pg_labels.%I', r.polname, r.relname);
+    END LOOP;
+    CREATE POLICY runs_visible ON pg_labels.runs
+        USING (pg_catalog.has_table_privilege('pg_labels.runs'::pg_catalog.text, 'INSERT')
+               OR pg_labels.visible(labels));
+    FOR r IN SELECT c.relname FROM pg_catalog.pg_class c
+              WHERE c.oid = 'pg_labels.steps'::pg_catalog.regclass
+                 OR c.oid IN (SELECT inhrelid FROM pg_catalog.pg_inherits
+                               WHERE inhparent = 'pg_labels.steps'::pg_catalog.regclass)
+    LOOP
+        EXECUTE pg_catalog.format($p$CREATE POLICY steps_visible ON pg_labels.%I
+            USING (pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.text, 'INSERT')
+                   OR pg_labels.visible(@extschema@.labelset(coalesce(carried_scope, '*'::@extschema@.scope))))$p$, r.relname);
+    END LOOP;
+    CREATE POLICY artifacts_visible ON pg_labels.artifacts
+        USING (pg_catalog.has_table_privilege('pg_labels.artifacts'::pg_catalog.text, 'INSERT')
+               OR pg_labels.visible(labels));
+    CREATE POLICY shares_visible ON pg_labels.shares
+        USING (pg_catalog.has_table_privilege('pg_labels.shares'::pg_catalog.text, 'INSERT')
+               OR pg_labels.visible(@extschema@.labelset(coalesce(carried_scope, '*'::@extschema@.scope))));
+    CREATE POLICY agent_versions_visible ON pg_labels.agent_versions
+        USING (pg_catalog.has_table_privilege('pg_labels.agent_versions'::pg_catalog.text, 'INSERT')
+               OR pg_labels.visible(@extschema@.labelset(scope)));
+    CREATE POLICY listeners_visible ON pg_labels.listeners
+        USING (pg_catalog.has_table_privilege('pg_labels.listeners'::pg_catalog.text, 'INSERT')
+               OR pg_labels.visible(@extschema@.labelset(scope)));
+    CREATE POLICY crossings_visible ON pg_labels.crossings
+        USING (pg_catalog.has_function_privilege(
+                   'pg_labels.authorize_crossing(@extschema@.scope, @extschema@.scope, text, timestamptz)', 'EXECUTE')
+               OR pg_catalog.has_function_privilege('pg_labels.revoke_crossing(bigint, text)', 'EXECUTE')
+               OR pg_labels.visible(@extschema@.labelset(from_scope))
+               OR pg_labels.visible(@extschema@.labelset(to_scope)));
+    CREATE POLICY grants_visible ON pg_labels.grants
+        USING (pg_catalog.has_table_privilege('pg_labels.grants'::pg_catalog.text, 'INSERT')
+               OR pg_labels.member_of(role) OR pg_labels.visible(@extschema@.labelset(scope)));
+
+    -- 4. The catalogs on every node; runs and the trail spread by run, each run's steps with it.
+    PERFORM pg_catalog.create_reference_table(t)
+       FROM pg_catalog.unnest(ARRAY['pg_labels.tools', 'pg_labels.grants', 'pg_labels.listeners',
+                                    'pg_labels.agent_versions', 'pg_labels.crossings',
+                                    'pg_labels.artifacts', 'pg_labels.shares']::pg_catalog.regclass[]) t;
+    PERFORM pg_catalog.create_distributed_table('pg_labels.runs', 'id', shard_count => shard_count);
+    PERFORM pg_catalog.create_distributed_table('pg_labels.steps', 'run_id', colocate_with => 'pg_labels.runs');
+END
+$distribute$;
+
+-- shard_sequence(): says what each format() placeholder of its statements takes
+CREATE OR REPLACE FUNCTION pg_labels.shard_sequence(shard bigint, trail regclass) RETURNS regclass
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET citus.enable_ddl_propagation = off
+AS $shard_sequence$
+DECLARE
+    seq text := pg_catalog.format('pg_labels.%I', 'steps_id_seq_' || shard);
+    low bigint := shard << 32;
+    high bigint := ((shard + 1) << 32) - 1;
+    top bigint;
+    session_lock boolean := false;
+BEGIN
+    -- One backend at a time per shard: the sequence is made, or moved past what arrived, once.
+    -- Made: under a lock held until this transaction ends (another backend's CREATE ... IF NOT
+    -- EXISTS would fail on the sequence not yet committed). There already: under a lock given
+    -- up at once (a sequence's values are not transactional), not held to the end of a
+    -- transaction whose step then waits for its run's row while another step holding that row
+    -- waits for this lock (a deadlock the Citus suite's storm met)
+    IF pg_catalog.to_regclass(seq) IS NULL THEN
+        PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('pg_labels.shard_sequence'), shard::int);
+        -- %s: seq, made with %I above, and three bigints
+        EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS %s MINVALUE %s MAXVALUE %s START %s',
+                                  seq, low + 1, high, low + 1);
+    ELSE
+        PERFORM pg_catalog.pg_advisory_lock(pg_catalog.hashtext('pg_labels.shard_sequence'), shard::int);
+        session_lock := true;
+    END IF;
+    BEGIN
+        -- %s: trail, a regclass (its text is the quoted, qualified name), and two bigints
+        EXECUTE pg_catalog.format('SELECT max(id) FROM %s WHERE id BETWEEN %s AND %s', trail, low, high) INTO top;
+        -- Only forward, and only when behind the ids the shard holds (after a move): backends
+        -- that made or moved it before take ids from it meanwhile without this lock, and a
+        -- setval to what they had already passed would hand their ids out again
+        IF top IS NOT NULL AND top > COALESCE(pg_catalog.pg_sequence_last_value(seq::pg_catalog.regclass), low) THEN
+            PERFORM pg_catalog.setval(seq, top);
+        END IF;
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
+        IF session_lock THEN
+            PERFORM pg_catalog.pg_advisory_unlock(pg_catalog.hashtext('pg_labels.shard_sequence'), shard::int);
+        END IF;
+        RAISE;
+    END;
+    IF session_lock THEN
+        PERFORM pg_catalog.pg_advisory_unlock(pg_catalog.hashtext('pg_labels.shard_sequence'), shard::int);
+    END IF;
+    RETURN seq::pg_catalog.regclass;
+END
+$shard_sequence$;
