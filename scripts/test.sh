@@ -22,7 +22,7 @@ declare -A REGRESS=(
     [sharing]="sharing"
     [publication]="publication"
     [rls]="rls analyst_queries provenance citus_functions"
-    [security]="hostile_triggers hardening"
+    [security]="hostile_triggers hardening attacks"
 )
 ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client fuzz citus)
 

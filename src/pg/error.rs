@@ -344,7 +344,7 @@ fn log_at(level: c_int, message: &str) {
     }
 }
 
-/// Send a NOTICE to the client (progress of a long function).
+/// Send a NOTICE to the client (progress of a long function), with no source location.
 pub fn notice(message: &str) {
-    pgrx::notice!("{message}");
+    log_at(pgrx::pg_sys::NOTICE as c_int, message);
 }
