@@ -16,10 +16,11 @@ ALTER TABLE pg_labels.runs SET (autovacuum_enabled = off);
 CREATE SCHEMA bench_plain;
 CREATE TABLE bench_plain.steps (LIKE pg_labels.steps INCLUDING ALL) WITH (autovacuum_enabled = off);
 
--- the month to purge is two months ago (UTC), the month the cutoff falls in is last month
-SELECT date_trunc('month', now() AT TIME ZONE 'UTC' - interval '2 months') AT TIME ZONE 'UTC' AS old_month,
-       date_trunc('month', now() AT TIME ZONE 'UTC' - interval '1 month') AT TIME ZONE 'UTC' AS cut_month \gset
--- 10,000 runs opened in the old month; half of them go on into last month (over 25 days of it)
+-- the month to purge is three months ago (UTC), the month the cutoff falls in two months ago
+-- (retention keeps the current month and the one before it)
+SELECT date_trunc('month', now() AT TIME ZONE 'UTC' - interval '3 months') AT TIME ZONE 'UTC' AS old_month,
+       date_trunc('month', now() AT TIME ZONE 'UTC' - interval '2 months') AT TIME ZONE 'UTC' AS cut_month \gset
+-- 10,000 runs opened in the old month; half of them go on into the next (over 25 days of it)
 INSERT INTO pg_labels.runs (id, scope, labels, opened_at)
 SELECT md5('run' || r)::uuid, 'acme/platform', '{area:acme/platform}', :'old_month'::timestamptz + r * interval '1 second'
 FROM generate_series(1, 10000) r;
@@ -39,12 +40,12 @@ CHECKPOINT;
 SELECT count(*) AS steps, pg_size_pretty(pg_total_relation_size('bench_plain.steps')) AS trail_size
 FROM bench_plain.steps;
 
--- (a) purge() at the first day of last month: the old month goes whole (and the 5,000 runs
+-- (a) purge() at the first day of the cut month: the old month goes whole (and the 5,000 runs
 --     that ended in it)
 SELECT pg_current_wal_insert_lsn() AS lsn0, clock_timestamp() AS t0 \gset
 SELECT pg_labels.purge(:'cut_month') AS runs_purged;
 SELECT pg_current_wal_insert_lsn() AS lsn1, clock_timestamp() AS t1 \gset
--- (a') then purge() in the middle of last month: what remains row by row, the runs that ended
+-- (a') then purge() in the middle of the cut month: what remains row by row, the runs that ended
 --      before the cutoff in that month (their steps, then them)
 SELECT count(*) AS steps_of_runs_ending_before_the_cutoff FROM pg_labels.steps s
  WHERE NOT EXISTS (SELECT FROM pg_labels.steps l WHERE l.run_id = s.run_id AND l.created_at >= :'cut_month'::timestamptz + interval '10 days');

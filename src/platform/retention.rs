@@ -204,7 +204,9 @@ fn purge(spi: &Spi, cut: &retention::Cut, who: &str) -> Result<i64> {
         }
     };
     log(&format!(
-        "pg_labels: purge by {who}, cutoff {cutoff} (months before {month} go): {total} steps removed          ({months_gone} months emptied: {whole_list}; older rows deleted from: {older_list}),          {runs} whole runs removed (with {steps} steps of theirs in later months, {artifacts} artifacts and {shares} shares)",
+        "pg_labels: purge by {who}, cutoff {cutoff} (the months before {month} go): {total} steps removed, \
+         {steps_gone} with their months ({months_gone} emptied: {whole_list}; cut: {older_list}) \
+         and {steps} with {runs} whole runs, their {artifacts} artifacts and {shares} shares",
         cutoff = retention::utc_text(cut.cutoff),
         month = retention::utc_text(cut.month_start),
         total = steps_gone + steps,
