@@ -138,7 +138,7 @@ COMMENT ON FUNCTION pg_labels.readable_in(pg_catalog.regclass, @extschema@.scope
 CREATE FUNCTION pg_labels.writable(labels @extschema@.labelset) RETURNS boolean
 AS 'MODULE_PATHNAME', 'pgl_writable' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION pg_labels.writable(@extschema@.labelset) IS
-    'A row with these labels may be written to a protected table: the entered scope can carry them and they hold a scope label (the entered scope''s or one below it), so data is never labelled down to what every scope can read';
+    'A row with these labels may be written to a protected table: it can be read exactly in the entered scope (the deepest scope that can carry the labels is the entered one), so data is never labelled down to a scope more analysts reach';
 CREATE FUNCTION pg_labels.next_share_id() RETURNS bigint
 AS 'MODULE_PATHNAME', 'pgl_next_share_id' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION pg_labels.next_share_id() IS
@@ -202,7 +202,7 @@ BEGIN
     END LOOP;
 END $$;
 COMMENT ON FUNCTION pg_labels.protect(regclass, name) IS
-    'Enables and forces row-level security on a table (and its partitions and children) with a policy on visible(col) for reads and writable(col) for writes (a row written carries the entered scope''s label or one below it); a guard policy keeps the table closed if the extension is dropped';
+    'Enables and forces row-level security on a table (and its partitions and children) with a policy on visible(col) for reads and writable(col) for writes (a row written can be read exactly in the entered scope); a guard policy keeps the table closed if the extension is dropped';
 
 CREATE FUNCTION pg_labels.lineage(run uuid)
 RETURNS TABLE (depth int, run_id uuid, scope @extschema@.scope, agent text, artifact_id uuid,
@@ -260,4 +260,4 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'pgl_start_chains' LANGUAGE C VOLATILE;
 REVOKE ALL ON FUNCTION pg_labels.start_chains() FROM PUBLIC;
 COMMENT ON FUNCTION pg_labels.start_chains() IS
-    'Chains the runs that have no hash chain (kept by a release without chains, or loaded around the triggers) from what they hold now; a superuser runs it with session_replication_role = replica, as ALTER EXTENSION UPDATE does; returns the number of runs chained';
+    'Chains the runs that have no hash chain (kept by a release without chains, or loaded around the triggers) from what they hold now, and fills the scope steps and shares are read in where a release before 0.3.0 left none; a superuser runs it with session_replication_role = replica, as ALTER EXTENSION UPDATE does; returns the number of runs chained';

@@ -6,8 +6,28 @@
 --   from it alone, and grants' from member_of(), so no policy reads another row. Rows written
 --   before the update are read where their run's (artifact's) labels are now, as before;
 --   the functions that looked runs and artifacts up for a policy go;
--- - protect(): a row written carries the entered scope's label or one below it
---   (pg_labels.writable()); tables protected before the update get the same check.
+-- - protect(): a row written can be read exactly in the entered scope (pg_labels.writable());
+--   tables protected before the update get the same check.
+
+-- A distributed installation (pg_labels.distribute() on Citus) is not updated by this script:
+-- Citus carries neither its settings nor all of its statements to the workers' shards. Refused
+-- before anything changes (README, Scaling out with Citus).
+DO $citus$
+DECLARE
+    distributed boolean := false;
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        EXECUTE $q$SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+                                   WHERE logicalrelid OPERATOR(pg_catalog.=) 'pg_labels.runs'::pg_catalog.regclass)$q$
+           INTO distributed;
+    END IF;
+    IF distributed THEN
+        RAISE EXCEPTION 'pg_labels 0.3.0 does not update a distributed installation yet'
+            USING ERRCODE = '0A000',
+                  HINT = 'See the README, Scaling out with Citus: dump the platform''s rows, install 0.3.0 afresh, distribute and load them.';
+    END IF;
+END
+$citus$;
 
 ALTER FUNCTION pg_labels.purge(timestamptz) CALLED ON NULL INPUT;
 COMMENT ON FUNCTION pg_labels.purge(timestamptz) IS
@@ -22,7 +42,7 @@ COMMENT ON FUNCTION pg_labels.readable_in(pg_catalog.regclass, @extschema@.scope
 CREATE FUNCTION pg_labels.writable(labels @extschema@.labelset) RETURNS boolean
 AS 'MODULE_PATHNAME', 'pgl_writable' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION pg_labels.writable(@extschema@.labelset) IS
-    'A row with these labels may be written to a protected table: the entered scope can carry them and they hold a scope label (the entered scope''s or one below it), so data is never labelled down to what every scope can read';
+    'A row with these labels may be written to a protected table: it can be read exactly in the entered scope (the deepest scope that can carry the labels is the entered one), so data is never labelled down to a scope more analysts reach';
 
 -- The scope each step and share can be read in
 ALTER TABLE pg_labels.steps ADD COLUMN carried_scope @extschema@.scope;
@@ -32,59 +52,41 @@ ALTER TABLE pg_labels.shares ADD COLUMN carried_scope @extschema@.scope;
 COMMENT ON COLUMN pg_labels.shares.carried_scope IS
     'Where the share can be read: the deepest scope that can carry its artifact''s labels; an analyst sees the share when the entered scope reaches it (set by the database)';
 -- rows written before: where their run's labels (the artifact's) can be read now, as the
--- policies of 0.2.0 decided (around the append-only triggers, as the update's own writes)
-SET session_replication_role = replica;
-UPDATE pg_labels.steps s SET carried_scope = @extschema@.labelset_scope(r.labels)
+-- policies of 0.2.0 decided (the append-only triggers let a superuser fill this column, and
+-- only it, from NULL)
+UPDATE pg_labels.steps s
+   SET carried_scope = @extschema@.scope_lca(r.scope, coalesce(@extschema@.labelset_scope(r.labels), r.scope))
   FROM pg_labels.runs r WHERE r.id = s.run_id;
-UPDATE pg_labels.shares sh SET carried_scope = @extschema@.labelset_scope(a.labels)
+UPDATE pg_labels.shares sh SET carried_scope = coalesce(@extschema@.labelset_scope(a.labels), '*')
   FROM pg_labels.artifacts a WHERE a.id = sh.artifact_id;
-RESET session_replication_role;
+
+COMMENT ON FUNCTION pg_labels.start_chains() IS
+    'Chains the runs that have no hash chain (kept by a release without chains, or loaded around the triggers) from what they hold now, and fills the scope steps and shares are read in where a release before 0.3.0 left none; a superuser runs it with session_replication_role = replica, as ALTER EXTENSION UPDATE does; returns the number of runs chained';
 
 -- The policies of steps (and every partition of its ring), shares and grants
 DO $policies$
 DECLARE
     part text;
-    citus boolean := false;
 BEGIN
-    -- distributed by pg_labels.distribute()? (pg_dist_partition exists only with Citus)
-    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
-        EXECUTE $q$SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition
-                                   WHERE logicalrelid = 'pg_labels.runs'::pg_catalog.regclass)$q$ INTO citus;
-    END IF;
     FOR part IN SELECT c.relname FROM pg_catalog.pg_class c
                  WHERE c.oid = 'pg_labels.steps'::pg_catalog.regclass
                     OR c.oid IN (SELECT inhrelid FROM pg_catalog.pg_inherits
                                   WHERE inhparent = 'pg_labels.steps'::pg_catalog.regclass)
     LOOP
         EXECUTE pg_catalog.format('DROP POLICY steps_visible ON pg_labels.%I', part);
-        IF citus THEN
-            EXECUTE pg_catalog.format($p$CREATE POLICY steps_visible ON pg_labels.%I
-                USING (pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.text, 'INSERT')
-                       OR pg_labels.visible(@extschema@.labelset(coalesce(carried_scope, '*'::@extschema@.scope))))$p$, part);
-        ELSE
-            EXECUTE pg_catalog.format($p$CREATE POLICY steps_visible ON pg_labels.%I
-                USING (pg_labels.readable_in('pg_labels.steps'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)))$p$, part);
-        END IF;
+        EXECUTE pg_catalog.format($p$CREATE POLICY steps_visible ON pg_labels.%I
+            USING (pg_labels.readable_in('pg_labels.steps'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)))$p$, part);
     END LOOP;
-    DROP POLICY shares_visible ON pg_labels.shares;
-    DROP POLICY grants_visible ON pg_labels.grants;
-    IF citus THEN
-        CREATE POLICY shares_visible ON pg_labels.shares
-            USING (pg_catalog.has_table_privilege('pg_labels.shares'::pg_catalog.text, 'INSERT')
-                   OR pg_labels.visible(@extschema@.labelset(coalesce(carried_scope, '*'::@extschema@.scope))));
-        CREATE POLICY grants_visible ON pg_labels.grants
-            USING (pg_catalog.has_table_privilege('pg_labels.grants'::pg_catalog.text, 'INSERT')
-                   OR pg_labels.member_of(role) OR pg_labels.visible(@extschema@.labelset(scope)));
-    ELSE
-        CREATE POLICY shares_visible ON pg_labels.shares
-            USING (pg_labels.readable_in('pg_labels.shares'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
-        CREATE POLICY grants_visible ON pg_labels.grants
-            USING ((SELECT pg_catalog.has_table_privilege('pg_labels.grants'::pg_catalog.regclass, 'INSERT'))
-                   OR pg_labels.member_of(role)
-                   OR pg_labels.visible(@extschema@.labelset(scope)));
-    END IF;
 END
 $policies$;
+DROP POLICY shares_visible ON pg_labels.shares;
+CREATE POLICY shares_visible ON pg_labels.shares
+    USING (pg_labels.readable_in('pg_labels.shares'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
+DROP POLICY grants_visible ON pg_labels.grants;
+CREATE POLICY grants_visible ON pg_labels.grants
+    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.grants'::pg_catalog.regclass, 'INSERT'))
+           OR pg_labels.member_of(role)
+           OR pg_labels.visible(@extschema@.labelset(scope)));
 
 -- No policy looks runs or artifacts up any more (the library keeps their symbols for the
 -- install script of 0.2.0)
@@ -92,7 +94,7 @@ DROP FUNCTION pg_labels.step_readable(pg_catalog.regclass, @extschema@.labelset,
 DROP FUNCTION pg_labels.run_visible(oid, uuid);
 DROP FUNCTION pg_labels.artifact_visible(oid, uuid);
 
--- protect(): rows written carry the entered scope's label or one below it
+-- protect(): a row written can be read exactly in the entered scope
 CREATE OR REPLACE FUNCTION pg_labels.protect(tab regclass, col name DEFAULT 'labels') RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -147,7 +149,7 @@ BEGIN
     END LOOP;
 END $$;
 COMMENT ON FUNCTION pg_labels.protect(regclass, name) IS
-    'Enables and forces row-level security on a table (and its partitions and children) with a policy on visible(col) for reads and writable(col) for writes (a row written carries the entered scope''s label or one below it); a guard policy keeps the table closed if the extension is dropped';
+    'Enables and forces row-level security on a table (and its partitions and children) with a policy on visible(col) for reads and writable(col) for writes (a row written can be read exactly in the entered scope); a guard policy keeps the table closed if the extension is dropped';
 -- and every table protected before: the same check for what is written to it (the column is
 -- the one its policy depends on)
 DO $reprotect$

@@ -20,6 +20,7 @@ pub mod types;
 /// On loading the library into a backend: the callbacks that end entered scopes.
 #[pgrx::pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    pg::error::init_panic_location();
     access::session::init();
     platform::state::init();
 }

@@ -453,6 +453,20 @@ pub fn no_version(run: &str, agent: Option<&str>, version: i32) -> Refusal {
 }
 
 /// A step, artifact or share naming a run that does not exist.
+/// A step whose transaction began in an earlier month than its run's last step was written in.
+pub fn step_before_run(run: &str, began: &str, last: &str) -> Refusal {
+    Refusal::plain(
+        sqlstate::SERIALIZATION_FAILURE,
+        Some("steps"),
+        format!("could not serialize a step of run {run} after its later steps"),
+    )
+    .detail(format!(
+        "This transaction began at {began}, in an earlier month than the run's last step ({last}): \
+         the step would go into an earlier month of the trail than steps decided before it."
+    ))
+    .hint("Retry the step in a new transaction.")
+}
+
 pub fn no_run(run: &str, constraint: &'static str) -> Refusal {
     let r = Refusal::check(constraint, format!("run {run} does not exist"));
     match constraint {

@@ -36,6 +36,7 @@ pub const PROGRAM_LIMIT_EXCEEDED: SqlState = *b"54000";
 pub const OUT_OF_MEMORY: SqlState = *b"53200";
 pub const NOT_IN_PREREQUISITE_STATE: SqlState = *b"55000";
 pub const OBJECT_IN_USE: SqlState = *b"55006";
+pub const LOCK_NOT_AVAILABLE: SqlState = *b"55P03";
 pub const DEPENDENT_OBJECTS_STILL_EXIST: SqlState = *b"2BP01";
 pub const FEATURE_NOT_SUPPORTED: SqlState = *b"0A000";
 pub const DATA_CORRUPTED: SqlState = *b"XX001";

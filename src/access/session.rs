@@ -581,15 +581,21 @@ sql_function! {
     }
 
     /// `pg_labels.writable(labels labelset) → boolean`: what `protect()` checks of a row
-    /// written to a table it guards: the entered scope can carry the labels, and they carry a
-    /// scope label (the entered scope's, or one below it), so that a writer cannot label its
-    /// data down to `{}`, which every scope can carry.
+    /// written to a table it guards: the row can be read exactly in the entered scope (the
+    /// deepest scope that can carry its labels is the entered one). A writer reads what its
+    /// scope can carry, so it cannot label what it writes down to a scope fewer analysts must
+    /// reach: not to `{}` (which every scope can carry), not to a sub-area of its scope.
     fn pgl_writable(call) {
         let labels = call.labelset(0)?;
-        if labels.scope().is_none() {
+        let Some(deepest) = labels.scope() else {
             return ret_bool(false);
-        }
-        ret_bool(visible_at(&call, 0)?)
+        };
+        let user = current_user();
+        let entered = match state(|s| in_force(s, user).map(|(_, scope)| scope.to_vec())) {
+            Some(scope) => Some(scope),
+            None => effective()?,
+        };
+        ret_bool(entered.is_some_and(|e| e == deepest && labels.carried_by(&e)))
     }
 
     /// `pg_labels.step_readable(tab regclass, labels labelset, run uuid) → boolean`: the

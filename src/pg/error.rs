@@ -115,34 +115,36 @@ impl Error {
         .detail(e.to_string())
     }
 
+    /// Is it of this SQLSTATE?
+    pub fn is_sqlstate(&self, sqlstate: SqlState) -> bool {
+        self.0.sqlstate == sqlstate
+    }
+
     /// Mark an error as raised by PostgreSQL itself (see [`ErrorData::by_postgres`]).
     pub fn raised_by_postgres(mut self) -> Self {
         self.0.by_postgres = true;
         self
     }
 
-    /// The error as the caller of a function that ran it as the tables' owner may see it. An
-    /// error pg_labels made says only what its caller may know, and is unchanged. One that
-    /// PostgreSQL raised inside a statement run as the owner may describe rows the caller
-    /// cannot read (a constraint's "Failing row contains (...)", a key's "Key (...)=(...)", a
-    /// value quoted in a data exception's message): its DETAIL goes (but for the classes
-    /// whose DETAIL names no row: a serialization failure, a deadlock, a lock not available,
-    /// an operator's intervention, a resource exhausted) and a data exception gets a message
-    /// of pg_labels' own. Its SQLSTATE, constraint and table stay.
+    /// The error as a caller of the extension's functions may see it. What pg_labels made says
+    /// only what its caller may know. PostgreSQL's own errors, raised inside a statement the
+    /// extension ran (often as the tables' owner), may describe rows the caller cannot read:
+    /// a DETAIL that names a row or a key ("Failing row contains (...)", "Key (...)=(...)",
+    /// "Partition key of the failing row contains (...)") goes, and a data exception of
+    /// PostgreSQL's whose message quotes a value gets pg_labels' own. Its SQLSTATE, HINT,
+    /// constraint and table stay, and so does every other DETAIL (a deadlock's, a lock's).
+    /// Applied to every error the extension raises ([`raise`]), so that it holds whichever way
+    /// an error came (caught whole, through pgrx's guard, or from another node through Citus,
+    /// where an error of pg_labels' own arrives re-raised by Citus).
     pub fn for_caller(mut self) -> Error {
-        if !self.0.by_postgres {
-            return self;
-        }
-        let class = [self.0.sqlstate[0], self.0.sqlstate[1]];
-        if !matches!(&class, b"40" | b"53" | b"55" | b"57") {
+        if self.0.detail.as_deref().is_some_and(names_a_row) {
             self.0.detail = None;
         }
-        if &class == b"22" {
+        if self.0.by_postgres && &self.0.sqlstate[..2] == b"22" && self.0.message.contains(": \"") {
             self.0.message = format!(
-                "pg_labels: a value read as the platform tables' owner is not valid (SQLSTATE {})",
+                "pg_labels: a value read by one of its statements is not valid (SQLSTATE {})",
                 String::from_utf8_lossy(&self.0.sqlstate)
             );
-            self.0.hint = None;
         }
         self
     }
@@ -169,6 +171,17 @@ impl From<pg_labels_core::refusal::Refusal> for Error {
             by_postgres: false,
         }))
     }
+}
+
+/// Does a DETAIL of PostgreSQL's name a row or a key's values?
+fn names_a_row(detail: &str) -> bool {
+    const ROW: [&str; 4] = [
+        "Failing row contains",
+        "Partition key of the failing row contains",
+        "Key (",
+        "Key values",
+    ];
+    ROW.iter().any(|r| detail.contains(r))
 }
 
 /// Quote (part of) an input for a message.
@@ -228,7 +241,7 @@ pub unsafe fn raise(e: Error) -> ! {
     // SAFETY: the caller's guarantee: nothing to drop is live above us, so the longjmp out of
     // errfinish skips no destructor; every string is copied to palloc'd memory first.
     unsafe {
-        let e = e.0;
+        let e = e.for_caller().0;
         let code = make_sqlstate(e.sqlstate);
         let message = pstr(&capped(&e.message, TEXT_LIMIT));
         let detail = e.detail.as_deref().map(|d| pstr(&capped(d, TEXT_LIMIT)));
@@ -264,12 +277,12 @@ pub unsafe fn raise(e: Error) -> ! {
 }
 
 /// The error a panic caught at a function's boundary becomes. A PostgreSQL ERROR raised inside
-/// a call pgrx guards arrives as a panic carrying it: it keeps its SQLSTATE, message, DETAIL
-/// and HINT, and nothing else (pgrx would add a Rust backtrace to its DETAIL and name a Rust
-/// file as its location). A Rust panic is a bug of pg_labels: `XX000` with its message; where
-/// it happened goes to the server log only.
+/// a call pgrx guards arrives as a panic carrying it (as does pgrx's own `ereport`): it keeps
+/// its SQLSTATE, message, DETAIL and HINT, and nothing else (pgrx would add a Rust backtrace to
+/// its DETAIL and name a Rust file as its location). A Rust panic is a bug of pg_labels:
+/// `XX000` with its message; where it happened goes to the server log only.
 pub fn from_panic(payload: Box<dyn std::any::Any + Send>) -> Error {
-    use pgrx::pg_sys::panic::CaughtError;
+    use pgrx::pg_sys::panic::{CaughtError, ErrorReport, ErrorReportWithLevel};
     let code = |c: pgrx::PgSqlErrorCode| -> SqlState {
         let n = c as isize;
         let mut code = [0u8; 5];
@@ -278,31 +291,29 @@ pub fn from_panic(payload: Box<dyn std::any::Any + Send>) -> Error {
         }
         code
     };
+    let reported = |r: &ErrorReportWithLevel| -> Error {
+        let mut e = Error::new(code(r.sql_error_code()), r.message());
+        if let Some(d) = r.detail() {
+            e = e.detail(d);
+        }
+        if let Some(h) = r.hint() {
+            e = e.hint(h);
+        }
+        e.raised_by_postgres()
+    };
     let payload = match payload.downcast::<CaughtError>() {
         Ok(caught) => match *caught {
-            CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => {
-                let mut e = Error::new(code(r.sql_error_code()), r.message());
-                if let Some(d) = r.detail() {
-                    e = e.detail(d);
-                }
-                if let Some(h) = r.hint() {
-                    e = e.hint(h);
-                }
-                return e.raised_by_postgres();
-            }
-            CaughtError::RustPanic { ereport, .. } => {
-                log_server_only(&format!(
-                    "pg_labels: internal error at {}:{}: {}",
-                    ereport.file(),
-                    ereport.line_number(),
-                    ereport.message()
-                ));
-                return Error::new(
-                    INTERNAL_ERROR,
-                    format!("pg_labels: internal error: {}", ereport.message()),
-                );
-            }
+            CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => return reported(&r),
+            CaughtError::RustPanic { ereport, .. } => return internal(ereport.message()),
         },
+        Err(other) => other,
+    };
+    let payload = match payload.downcast::<ErrorReportWithLevel>() {
+        Ok(r) => return reported(&r),
+        Err(other) => other,
+    };
+    let payload = match payload.downcast::<ErrorReport>() {
+        Ok(r) => return internal(r.message()),
         Err(other) => other,
     };
     let message = payload
@@ -310,11 +321,39 @@ pub fn from_panic(payload: Box<dyn std::any::Any + Send>) -> Error {
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic".to_string());
-    log_server_only(&format!("pg_labels: internal error: {message}"));
+    internal(&message)
+}
+
+/// A bug of pg_labels: `XX000` to the client, where it happened to the server log only.
+fn internal(message: &str) -> Error {
+    let location = PANIC_LOCATION
+        .with(|l| l.borrow_mut().take())
+        .unwrap_or_else(|| "an unknown place".to_string());
+    log_server_only(&format!(
+        "pg_labels: internal error at {location}: {message}"
+    ));
     Error::new(
         INTERNAL_ERROR,
         format!("pg_labels: internal error: {message}"),
     )
+}
+
+std::thread_local! {
+    /// Where the last panic of this backend happened (see [`init_panic_location`]).
+    static PANIC_LOCATION: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Called from `_PG_init`: a panic hook around pgrx's that notes where a panic happened, for
+/// the server log (pgrx keeps it to itself).
+pub fn init_panic_location() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let at = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()));
+        PANIC_LOCATION.with(|l| *l.borrow_mut() = at);
+        previous(info);
+    }));
 }
 
 /// Write a line to the server log, never to a client (`LOG_SERVER_ONLY`).

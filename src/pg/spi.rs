@@ -220,8 +220,13 @@ impl SavedPlan {
                 // row it inserted has that command's id as its cmin, visible to a snapshot
                 // whose curcid is past it. (GetLatestSnapshot's snapshot is static and
                 // recomputed by the next call; SPI pushes a copy of it.)
+                // (before the transaction's first snapshot, GetLatestSnapshot hands out the
+                // transaction's snapshot itself, which must not change: never in a trigger)
+                let first = pg_sys::FirstSnapshotSet;
                 let s = pg_sys::GetLatestSnapshot();
-                (*s).curcid = pg_sys::GetCurrentCommandId(false).wrapping_add(1);
+                if first {
+                    (*s).curcid = pg_sys::GetCurrentCommandId(false).wrapping_add(1);
+                }
                 s
             } else {
                 std::ptr::null_mut()

@@ -12,7 +12,7 @@
 use crate::pg::datum::{text_datum, Bytea, Jsonb, Timestamp, Uuid};
 use crate::pg::error::{notice, Error, Result, INVALID_PARAMETER_VALUE};
 use crate::pg::fmgr::Call;
-use crate::pg::spi::{as_owner, with_spi, SavedPlan};
+use crate::pg::spi::{as_owner, run, with_spi, SavedPlan, Sql};
 use crate::pg::srf;
 use crate::platform::catalog::platform_owner;
 use crate::sql_function;
@@ -626,8 +626,49 @@ sql_function! {
             chained += 1;
             Ok(())
         })?;
+        fill_carried_scopes()?;
         Ok(Datum::from(chained))
     }
+}
+
+/// The extension's own schema (where `scope` and `labelset` and their functions are), when
+/// the trail has the column (not while the update from 0.1.0 chains the runs).
+static EXTENSION_SCHEMA: SavedPlan = SavedPlan::new(
+    c"SELECT n.nspname::text FROM pg_catalog.pg_extension e
+        JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+       WHERE e.extname = 'pg_labels'
+         AND EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                      WHERE a.attrelid = 'pg_labels.steps'::pg_catalog.regclass
+                        AND a.attname = 'carried_scope' AND NOT a.attisdropped)",
+);
+
+/// Fill the scope steps and shares are read in where a release before 0.3.0 (a restore of its
+/// dump) left none: for a step, the scope that can carry its run's labels now; for a share, its
+/// artifact's (as the update from 0.2.0 does). The append-only triggers let a superuser
+/// session fill that column, and only it, from NULL.
+fn fill_carried_scopes() -> Result<()> {
+    with_spi(|spi| {
+        let rows = EXTENSION_SCHEMA.execute(spi, &[], &[], true, 1)?;
+        let Some(ns) = rows.get::<String>(0, 1)? else {
+            return Ok(());
+        };
+        let steps = Sql::new("UPDATE pg_labels.steps s SET carried_scope = ")
+            .ident(&ns)
+            .push(".scope_lca(r.scope, coalesce(")
+            .ident(&ns)
+            .push(".labelset_scope(r.labels), r.scope)) FROM pg_labels.runs r WHERE r.id = s.run_id AND s.carried_scope IS NULL");
+        let steps = run(spi, &steps, false)?.len();
+        let shares = Sql::new("UPDATE pg_labels.shares sh SET carried_scope = coalesce(")
+            .ident(&ns)
+            .push(".labelset_scope(a.labels), '*') FROM pg_labels.artifacts a WHERE a.id = sh.artifact_id AND sh.carried_scope IS NULL");
+        let shares = run(spi, &shares, false)?.len();
+        if steps + shares > 0 {
+            notice(&format!(
+                "pg_labels.start_chains: the scope {steps} steps and {shares} shares are read in, filled from their runs' and artifacts' labels"
+            ));
+        }
+        Ok(())
+    })
 }
 
 fn verify_all(call: &Call<'_>) -> Result<Datum> {

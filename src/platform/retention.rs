@@ -20,7 +20,7 @@
 //! the catalog, are quoted identifiers ([`Sql`]).
 
 use crate::pg::datum::Timestamp;
-use crate::pg::error::{log, Error, Result};
+use crate::pg::error::{log, Error, Result, LOCK_NOT_AVAILABLE};
 use crate::pg::spi::{as_owner, current_user_name, run, run_with, with_spi, SavedPlan, Spi, Sql};
 use crate::platform::catalog::{platform_owner, trail_time};
 use crate::platform::state::PURGING;
@@ -139,6 +139,23 @@ fn purge(spi: &Spi, cut: &retention::Cut, who: &str) -> Result<i64> {
         .get::<Timestamp>(0, 1)?;
         if oldest.is_some_and(|o| o.0 < cut.month_start) {
             older.push(part);
+        }
+    }
+    // The months that go are locked now, without waiting: a transaction that reads one (an
+    // analyst's, left open) would otherwise keep this purge waiting with the runs locked,
+    // and every writer of the platform queued behind it. Refused instead, to be run again.
+    for (parts, mode) in [
+        (&whole, " IN ACCESS EXCLUSIVE MODE NOWAIT"),
+        (&older, " IN ROW EXCLUSIVE MODE NOWAIT"),
+    ] {
+        for part in parts.iter() {
+            run(spi, &Sql::new("LOCK TABLE ").platform(part).push(mode), false).map_err(|e| {
+                if e.is_sqlstate(LOCK_NOT_AVAILABLE) {
+                    e.hint("A transaction holds a lock on that month of the trail (an open transaction reading it, say): purge() does not wait for it, so that no writer queues behind; run it again later.")
+                } else {
+                    e
+                }
+            })?;
         }
     }
     // every run that keeps going records where its hash chain is cut: the hash of its

@@ -226,6 +226,8 @@ fn append_only(call: &Call<'_>) -> Result<Datum> {
         )
         .into()),
         Op::Delete if purging() => Ok(trigger.row().unchanged()),
+        // a superuser fills the scope a step or share of an earlier release is read in
+        Op::Update if fills_carried_scope(&trigger) => Ok(trigger.new_row().unchanged()),
         op => Err(refusal::sealed(
             table,
             format!(
@@ -236,6 +238,25 @@ fn append_only(call: &Call<'_>) -> Result<Datum> {
         )
         .into()),
     }
+}
+
+/// Is this update of a step or a share a superuser session's filling of `carried_scope`, the
+/// scope a row of an earlier release is read in (the update from 0.2.0, `start_chains()` after
+/// a restore of such a dump): that column from NULL to a value, and nothing else changed?
+fn fills_carried_scope(trigger: &Trigger<'_>) -> bool {
+    if !matches!(trigger.table(), "steps" | "shares") || !crate::pg::spi::superuser_session() {
+        return false;
+    }
+    let (old, new) = (trigger.row(), trigger.new_row());
+    let mut filled = false;
+    for (c, name) in old.columns() {
+        if name == "carried_scope" {
+            filled = old.datum(c).is_none() && new.datum(c).is_some();
+        } else if !old.same(&new, c) {
+            return false;
+        }
+    }
+    filled
 }
 
 fn is_truncate(call: &Call<'_>) -> bool {

@@ -491,6 +491,24 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
             });
             let hash = chain::link(&state.head, &leaf);
             let slot = c.slot.map(|_| step::trail_slot(now.0));
+            // A step's month is its transaction's: a transaction that began before the run's
+            // last step, in an earlier month, would put a later decision into an earlier month
+            // of the ring, which retention empties first (its approval's use gone, the request
+            // kept: the approval usable again). Refused, to be retried in a new transaction.
+            if let (Some(slot), Some(head_slot)) = (slot, state.slot) {
+                if slot != head_slot && !on_shard {
+                    if let Some(last) = last_step_time(owner, &run_id, head_slot)? {
+                        if step::year_month(last.0) > step::year_month(now.0) {
+                            return Err(refusal::step_before_run(
+                                &run_id.to_string(),
+                                &pg_labels_core::retention::utc_text(now.0),
+                                &pg_labels_core::retention::utc_text(last.0),
+                            )
+                            .into());
+                        }
+                    }
+                }
+            }
             if !run.advance(&hash, id, carried.as_deref(), slot)? {
                 // another step of the run was written first: decide again on the run locked
                 lock = true;
@@ -532,6 +550,27 @@ fn decided(owner: pg_sys::Oid, run: &Uuid, request: i64) -> Result<bool> {
         })
     })
 }
+
+/// The time of the run's last step in a partition of the ring (with the latest snapshot: under
+/// the run's lock, the steps of transactions that committed before it was granted count).
+fn last_step_time(owner: pg_sys::Oid, run: &Uuid, slot: i16) -> Result<Option<Timestamp>> {
+    as_owner(owner, || {
+        with_spi(|spi| {
+            LAST_STEP_TIME
+                .execute_latest(
+                    spi,
+                    &[pg_sys::UUIDOID, pg_sys::INT2OID],
+                    &[Some(run.datum()), Some(Datum::from(slot))],
+                    1,
+                )?
+                .get::<Timestamp>(0, 1)
+        })
+    })
+}
+
+static LAST_STEP_TIME: SavedPlan = SavedPlan::new(
+    c"SELECT created_at FROM pg_labels.steps WHERE run_id = $1 AND slot = $2 ORDER BY id DESC LIMIT 1",
+);
 
 static DECIDED: SavedPlan = SavedPlan::new(
     c"SELECT FROM pg_labels.steps d

@@ -53,8 +53,9 @@ readme() { # n: run the README's line n as a superuser on the coordinator
 
 echo "== CREATE EXTENSION on the coordinator; Citus' copies on the workers have no platform tables"
 readme 0
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
 for p in 9701 9702; do
-    check "worker $p has the extension" "0.2.0" "$(q $p postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_labels'")"
+    check "worker $p has the extension" "$version" "$(q $p postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_labels'")"
     check "worker $p has no platform table of its own" "0" \
         "$(q $p postgres -c "SELECT count(*) FROM pg_class WHERE relnamespace = 'pg_labels'::regnamespace AND relkind IN ('r', 'p')")"
 done

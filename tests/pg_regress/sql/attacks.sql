@@ -184,6 +184,26 @@ a7000000-0000-0000-0000-000000000001	tool_called	att.update	{"ticket": 2}
 \pset null '(null)'
 SELECT count(*) AS calls_under_the_second FROM pg_labels.steps WHERE request_id = :request2 AND kind = 'tool_called';
 
+-- 3b. Nor across retention: a transaction that began before its run's last step, in an
+--     earlier month, would put a later decision (an approval's use, say) into an earlier month
+--     of the ring, which retention empties first while the request and its decision stay.
+--     Refused (40001), to be retried in a new transaction. (The later step is made by hand
+--     here, a month ahead, as only a superuser can; the rest of the message names the dates.)
+\c - postgres
+INSERT INTO pg_labels.runs (id, scope) VALUES ('a7000000-0000-0000-0000-000000000003', 'acme/platform');
+SET session_replication_role = replica;
+INSERT INTO pg_labels.steps (id, run_id, kind, labels, actor, created_at, slot, prev_hash, hash)
+SELECT nextval('pg_labels.steps_id_seq'), id, 'input', '{}', current_user,
+       now() + interval '1 month', pg_labels.trail_slot(now() + interval '1 month'), chain_head, chain_head
+  FROM pg_labels.runs WHERE id = 'a7000000-0000-0000-0000-000000000003';
+UPDATE pg_labels.runs SET chain_slot = pg_labels.trail_slot(now() + interval '1 month')
+ WHERE id = 'a7000000-0000-0000-0000-000000000003';
+RESET session_replication_role;
+\c - regress_att_platform
+\set VERBOSITY terse
+INSERT INTO pg_labels.steps (run_id, kind) VALUES ('a7000000-0000-0000-0000-000000000003', 'planned');
+\set VERBOSITY default
+
 -- 4. Retention never removes the present: not for an infinite cutoff, nor one in this month
 --    or the last, nor none (the messages name today's dates: their first words here)
 \c - regress_att_retention
@@ -245,8 +265,9 @@ SELECT count(*) >= 0 AS approval_points_readable FROM pg_labels.approval_points;
 ROLLBACK;
 
 -- 8. No write-down: an acme writer cannot write acme data labelled {} (or with only tags and
---    origins) into a protected table, where every scope would read it; it can label it with
---    its scope or one below
+--    origins) into a protected table, where every scope would read it, nor labelled with a
+--    sub-area, where that sub-area's analysts would: a row it writes can be read exactly in
+--    its scope
 \c - postgres
 CREATE SCHEMA regress_att;
 CREATE TABLE regress_att.notes (body text, labels labelset NOT NULL);
@@ -269,12 +290,20 @@ INSERT INTO regress_att.notes VALUES ('acme secret', '{company:globex}');
 ROLLBACK;
 BEGIN;
 SELECT pg_labels.enter_scope('acme') IS NOT NULL AS entered;
-INSERT INTO regress_att.notes VALUES ('acme note', '{company:acme}'), ('platform note', '{area:acme/platform,tag:pii}');
+INSERT INTO regress_att.notes VALUES ('acme note', '{company:acme}'), ('both', '{area:acme/platform,area:acme/finance,tag:pii}');
 COMMIT;
+BEGIN;
+SELECT pg_labels.enter_scope('acme') IS NOT NULL AS entered;
+INSERT INTO regress_att.notes VALUES ('acme secret', '{area:acme/platform}');
+ROLLBACK;
 -- nor relabel a row down afterwards
 BEGIN;
 SELECT pg_labels.enter_scope('acme') IS NOT NULL AS entered;
 UPDATE regress_att.notes SET labels = '{}' WHERE body = 'acme note';
+ROLLBACK;
+BEGIN;
+SELECT pg_labels.enter_scope('acme') IS NOT NULL AS entered;
+UPDATE regress_att.notes SET labels = '{area:acme/platform}' WHERE body = 'acme note';
 ROLLBACK;
 BEGIN;
 SELECT pg_labels.enter_scope('acme') IS NOT NULL AS entered;

@@ -226,10 +226,13 @@ SELECT pg_labels.enter_scope('acme/platform') IS NOT NULL AS entered;
 SELECT count(*) AS visible, count(*) FILTER (WHERE labels ? 'tag:pii') AS pii FROM regress_rls.docs;
 SELECT count(*) AS through_view FROM regress_rls.docs_view;
 SELECT count(*) AS through_invoker_view FROM regress_rls.docs_invoker;
--- writes: only rows the scope can carry, in and out
-INSERT INTO regress_rls.docs VALUES (5001, 'mine', '{area:acme/platform/infra}');
+-- writes: only rows the scope can carry, in and out, and can be read exactly in it (a row of
+-- the sub-area would be read by that sub-area's analysts: written after entering it)
+INSERT INTO regress_rls.docs VALUES (5001, 'mine', '{area:acme/platform}');
 SAVEPOINT w;
 INSERT INTO regress_rls.docs VALUES (5002, 'theirs', '{area:acme/finance}');
+ROLLBACK TO SAVEPOINT w;
+INSERT INTO regress_rls.docs VALUES (5003, 'down', '{area:acme/platform/infra}');
 ROLLBACK TO SAVEPOINT w;
 UPDATE regress_rls.docs SET labels = labels || '{company:globex}' WHERE id = 5001;
 ROLLBACK TO SAVEPOINT w;

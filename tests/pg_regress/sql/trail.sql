@@ -129,10 +129,10 @@ EXCEPTION WHEN OTHERS THEN
   RAISE NOTICE 'sqlstate %, constraint %', s, c;
 END $$;
 
--- an error raised inside the statements a platform function runs as the tables' owner (here
--- by a DBA's own trigger on crossings, fired by authorize_crossing()'s insert) reaches the
--- client with its SQLSTATE, HINT and constraint name; not with its DETAIL, which could hold
--- rows the caller may not read (a constraint's "Failing row contains ...")
+-- an error raised inside the statements a platform function runs (here by a DBA's own
+-- trigger on crossings, fired by authorize_crossing()'s insert) reaches the client whole:
+-- SQLSTATE, DETAIL, HINT, constraint name (but for a DETAIL of PostgreSQL's naming a row the
+-- caller may not read: tests/pg_regress/sql/attacks.sql)
 CREATE FUNCTION regress_crossings_guard() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   RAISE EXCEPTION 'custom refusal' USING ERRCODE = '23L99', DETAIL = 'inner detail',
