@@ -260,11 +260,22 @@ BEGIN
         USING (pg_catalog.has_table_privilege('pg_labels.grants'::pg_catalog.text, 'INSERT')
                OR pg_labels.member_of(role) OR pg_labels.visible(@extschema@.labelset(scope)));
 
-    -- 4. The catalogs on every node; runs and the trail spread by run, each run's steps with it.
+    -- 4. The key an entered scope is sealed with for the workers, for the role that entered it
+    --    (README, Scaling out with Citus): random, read by the tables' owner only.
+    CREATE TABLE pg_labels.carry_key (key bytea NOT NULL);
+    COMMENT ON TABLE pg_labels.carry_key IS
+        'The key of the HMAC that binds a scope carried to the workers to the role that entered it (made by pg_labels.distribute(); only the tables'' owner reads it)';
+    INSERT INTO pg_labels.carry_key (key)
+    SELECT pg_catalog.decode(pg_catalog.replace(pg_catalog.gen_random_uuid()::text || pg_catalog.gen_random_uuid()::text,
+                                                '-', ''), 'hex');
+    REVOKE ALL ON pg_labels.carry_key FROM PUBLIC;
+
+    -- 5. The catalogs on every node; runs and the trail spread by run, each run's steps with it.
     PERFORM pg_catalog.create_reference_table(t)
        FROM pg_catalog.unnest(ARRAY['pg_labels.tools', 'pg_labels.grants', 'pg_labels.listeners',
                                     'pg_labels.agent_versions', 'pg_labels.crossings',
-                                    'pg_labels.artifacts', 'pg_labels.shares']::pg_catalog.regclass[]) t;
+                                    'pg_labels.artifacts', 'pg_labels.shares',
+                                    'pg_labels.carry_key']::pg_catalog.regclass[]) t;
     PERFORM pg_catalog.create_distributed_table('pg_labels.runs', 'id', shard_count => shard_count);
     PERFORM pg_catalog.create_distributed_table('pg_labels.steps', 'run_id', colocate_with => 'pg_labels.runs');
 END

@@ -9,13 +9,14 @@
 //! - a labelset is its entries in ascending order, each followed by a 0 byte (see [`labelset`]).
 //!
 //! Modules, lowest first (each uses only those above it): `sqlstate`, `error`, `path`,
-//! `label`, `scope`, `labelset`, `crossing`, `rules`, `step`, `refusal`, `retention` (which
+//! `label`, `scope`, `carry` (a scope carried to Citus' workers, bound to its role), `labelset`, `crossing`, `rules`, `step`, `refusal`, `retention` (which
 //! cutoffs a purge accepts), `barrier`, `flow`,
 //! `jsonb` (jsonb's text read from its binary form), `chain` (the trail's hash chains and
 //! ledger, checkable with no database).
 #![forbid(unsafe_code)]
 
 pub mod barrier;
+pub mod carry;
 pub mod chain;
 pub mod crossing;
 pub mod error;

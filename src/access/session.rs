@@ -53,9 +53,9 @@ struct State {
     /// `visible()`'s answers for labelsets stored out of line (TOAST), in this transaction and
     /// scope: see [`Answers`].
     answers: Option<Answers>,
-    /// On a Citus node: the scope a transaction carried here, for whom, and whether a grant
-    /// lets that role enter it (see [`carried`]).
-    carried: Option<(u64, Oid, Vec<u8>, bool)>,
+    /// On a Citus node: what a transaction carried here (the setting's value), for whom, and
+    /// the scope it gives (see [`carried`]).
+    carried: Option<(u64, Oid, Vec<u8>, Option<Vec<u8>>)>,
     /// `run_visible()`'s and `artifact_visible()`'s answers under one view: see [`Seen`].
     seen: Option<Seen>,
     /// Which tables the current role writes, under one view: see [`Writes`].
@@ -363,15 +363,41 @@ fn granted(role: Oid, target: &[u8]) -> Result<bool> {
 const CARRIED: &CStr = c"pg_labels.carried_scope";
 const CARRIED_NAME: &str = "pg_labels.carried_scope";
 
+/// The key the carried scopes are sealed with (a reference table only the tables' owner reads,
+/// made by `pg_labels.distribute()`; this node's copy on a worker). `None` before it exists.
+static CARRY_KEY: SavedPlan = SavedPlan::new(c"SELECT key FROM pg_labels.carry_key LIMIT 1");
+
+fn carry_key() -> Result<Option<Vec<u8>>> {
+    let Some(ns) = platform_schema() else {
+        return Ok(None);
+    };
+    if crate::platform::catalog::relation(ns, c"carry_key") == Oid::INVALID {
+        return Ok(None);
+    }
+    let owner = platform_owner()?;
+    let _place = citus::reference_shard(ns, "carry_key")?.map(|id| citus::SHARD.enter(id));
+    as_owner(owner, || {
+        with_spi(|spi| {
+            let rows = CARRY_KEY.execute(spi, &[], &[], true, 1)?;
+            Ok(rows
+                .get::<crate::pg::datum::Bytea>(0, 1)?
+                .map(|k| k.0.to_vec()))
+        })
+    })
+}
+
 /// On a Citus cluster a statement's rows are read by backends Citus opens on the workers for
-/// it, which have entered no scope. `enter_scope()` sets `pg_labels.carried_scope` for its
-/// transaction as a statement Citus carries to every node the transaction reaches; such a
-/// backend takes that scope only if a grant (this node's copy of `pg_labels.grants`) lets the
-/// current role enter it, as `enter_scope()` checked. Anyone can set the setting or claim to be
-/// Citus' backend: that gives nothing a grant does not. And it counts only where Citus puts
-/// it: in a backend of a server where Citus is loaded, for the session's own role acting as
-/// itself. Inside a `SECURITY DEFINER` function (or any code running as another role) it is
-/// ignored: a caller would otherwise lend its claim to the definer's grants.
+/// it, as the current user of the node the statement entered, which have entered no scope.
+/// `enter_scope()` sets `pg_labels.carried_scope` for its transaction as a statement Citus
+/// carries to every node the transaction reaches, sealed for the role that entered it
+/// ([`pg_labels_core::carry`]: an HMAC under a key only the tables' owner reads). Such a backend
+/// takes that scope only where Citus is loaded, for its session's own role acting as itself,
+/// when the seal names that role and holds, and a grant (this node's copy of
+/// `pg_labels.grants`) lets the role enter it, as `enter_scope()` checked. Anyone can set the
+/// setting or claim to be Citus' backend, but no one can seal a claim for another role: a
+/// `SECURITY DEFINER` function, whose queries reach the workers as its owner, gets no scope
+/// from its caller (on one node the entered scope is the caller's, so none is in force there
+/// either).
 fn carried() -> Result<Option<Vec<u8>>> {
     if !citus::internal_backend() || !crate::pg::spi::acting_as_session_user() {
         return Ok(None);
@@ -379,35 +405,45 @@ fn carried() -> Result<Option<Vec<u8>>> {
     let Some(text) = citus::setting(CARRIED).filter(|t| !t.is_empty()) else {
         return Ok(None);
     };
-    let Ok(path) = pg_labels_core::scope::parse(text.as_bytes()) else {
-        return Ok(None);
-    };
     let user = current_user();
     let xact = state(|s| s.xact);
     let kept = state(|s| {
         s.carried
             .as_ref()
-            .filter(|c| c.0 == xact && c.1 == user && c.2 == path)
-            .map(|c| c.3)
+            .filter(|c| c.0 == xact && c.1 == user && c.2 == text.as_bytes())
+            .map(|c| c.3.clone())
     });
-    let ok = match kept {
-        Some(ok) => ok,
-        None => {
-            let ok = granted(user, &path)?;
-            state(|s| s.carried = Some((xact, user, path.clone(), ok)));
-            ok
-        }
+    if let Some(kept) = kept {
+        return Ok(kept);
+    }
+    let path = match carry_key()? {
+        Some(key) => pg_labels_core::carry::open(&text, &key, &current_user_name())
+            .and_then(|scope| pg_labels_core::scope::parse(scope.as_bytes()).ok()),
+        None => None,
     };
-    Ok(ok.then_some(path))
+    let answer = match path {
+        Some(path) if granted(user, &path)? => Some(path),
+        _ => None,
+    };
+    state(|s| s.carried = Some((xact, user, text.into_bytes(), answer.clone())));
+    Ok(answer)
 }
 
 /// Carry the entered scope (or none: "") to the nodes of a Citus cluster this transaction
-/// reaches (in a transaction block, where Citus carries `SET LOCAL`).
+/// reaches (in a transaction block, where Citus carries `SET LOCAL`), sealed for the current
+/// role (see [`carried`]).
 fn carry(path: Option<&[u8]>) -> Result<()> {
     // SAFETY: reads the transaction state.
     if citus::loaded() && unsafe { pg_sys::IsTransactionBlock() } {
-        let text = path.map(pg_labels_core::scope::to_text).unwrap_or_default();
-        citus::set_local_carried(CARRIED_NAME, &text)?;
+        let value = match (path, carry_key()?) {
+            (Some(path), Some(key)) => pg_labels_core::carry::seal(
+                &key,
+                &current_user_name(),
+                &pg_labels_core::scope::to_text(path),
+            ),
+            _ => String::new(),
+        };
+        citus::set_local_carried(CARRIED_NAME, &value)?;
     }
     Ok(())
 }

@@ -67,7 +67,7 @@ readme 1
 check "runs and steps distributed by run, co-located" "pg_labels.runs|h|id
 pg_labels.steps|h|run_id" "$(q $C postgres -c "SELECT logicalrelid::text, partmethod, column_to_column_name(logicalrelid, partkey)
     FROM pg_dist_partition WHERE logicalrelid IN ('pg_labels.runs'::regclass, 'pg_labels.steps'::regclass) ORDER BY 1")"
-check "the catalogs are reference tables" "agent_versions,artifacts,crossings,grants,listeners,shares,tools" \
+check "the catalogs are reference tables" "agent_versions,artifacts,carry_key,crossings,grants,listeners,shares,tools" \
     "$(q $C postgres -c "SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_dist_partition p JOIN pg_class c ON c.oid = p.logicalrelid
     WHERE p.partmethod = 'n' AND c.relnamespace = 'pg_labels'::regnamespace")"
 check "steps and runs are no longer extension members" "0" \
@@ -261,6 +261,27 @@ check "claiming to be Citus' backend with a scope carried by hand shows nothing 
 check "... and what a grant allows is all it shows" "0" \
     "$(PGAPPNAME='citus_internal gpid=10000000001' q 9701 analyst -c "SET pg_labels.carried_scope = 'acme/support'" \
         -c "SELECT count(*) FROM pg_labels.$shard WHERE labelset_escaping(labels, 'acme/support') <> '{}'")"
+# a SECURITY DEFINER function owned by a role whose grant reaches wider (acme), called by the
+# analyst inside its scope: its queries reach the workers as the definer, for whom the analyst's
+# sealed scope is no claim, so it reads what it would read on one node, nothing
+q $C postgres <<'SQL' >/dev/null
+CREATE ROLE definer_role LOGIN;
+SELECT run_command_on_workers('GRANT USAGE ON SCHEMA pg_labels TO definer_role');
+GRANT USAGE ON SCHEMA pg_labels TO definer_role;
+GRANT SELECT ON pg_labels.runs TO definer_role;
+INSERT INTO pg_labels.grants (role, scope) VALUES ('definer_role', 'acme');
+CREATE FUNCTION public.definer_runs() RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog
+AS $$ BEGIN RETURN (SELECT count(*) FROM pg_labels.runs); END $$;
+ALTER FUNCTION public.definer_runs() OWNER TO definer_role;
+GRANT EXECUTE ON FUNCTION public.definer_runs() TO analyst;
+SQL
+check "a SECURITY DEFINER function gets no scope from its caller on the workers" "0" \
+    "$(q $C analyst -c "BEGIN" -c "SELECT pg_labels.enter_scope('acme/support')" -c "SELECT public.definer_runs()" -c "COMMIT" | tail -1)"
+check "the carried value names the role that entered the scope, sealed" "t" \
+    "$(q $C analyst -c "BEGIN" -c "SELECT pg_labels.enter_scope('acme/support')" \
+        -c "SELECT current_setting('pg_labels.carried_scope') ~ '^[0-9a-f]{64}\\|acme/support\\|analyst$'" -c "COMMIT" | tail -1)"
+check "the key it is sealed with is the tables' owner's alone (42501)" "42501" \
+    "$(sqlstate $C analyst "SELECT * FROM pg_labels.carry_key")"
 
 echo "== the trail's proofs, over the distributed trail"
 check "verify_all() finds no broken chain" "0" "$(q $C postgres -c "SELECT count(*) FROM pg_labels.verify_all()")"
