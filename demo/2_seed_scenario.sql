@@ -62,6 +62,9 @@ INSERT INTO pg_labels.runs (agent, scope, listener_id) VALUES ('support-bot', 'a
 SELECT id, kind, tool, labels, decision, rule, actor FROM pg_labels.steps WHERE run_id = :'run' ORDER BY id;
 SELECT rule, count(*) AS "gate decisions" FROM pg_labels.steps
 WHERE run_id = :'run' AND kind = 'gate_decided' AND decision <> 'allow' GROUP BY rule ORDER BY rule;
-\echo '== The trail is sealed, for its owner too'
+\echo '== The refused writes rolled back, and are on the record all the same'
+SELECT pg_labels.refusals_recorded() AS "all recorded";
 RESET ROLE;
+SELECT kind, tool, rule, actor FROM pg_labels.refusals WHERE source = 'write' ORDER BY created_at;
+\echo '== The trail is sealed, for its owner too'
 UPDATE pg_labels.steps SET labels = '{}' WHERE run_id = :'run';

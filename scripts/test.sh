@@ -18,7 +18,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # pg_regress files by suite (tests/pg_regress/sql/<name>.sql; the schedule lists them all).
 declare -A REGRESS=(
     [types]="scope labelset labelset_gin robustness catalog"
-    [platform]="trail sealed approvals write_paths bulk search_path listeners chain chain_pages"
+    [platform]="trail sealed refused_writes approvals write_paths bulk search_path listeners chain chain_pages"
     [sharing]="sharing"
     [publication]="publication"
     [rls]="rls analyst_queries provenance citus_functions"

@@ -69,6 +69,11 @@ REVOKE ALL ON FUNCTION pg_labels.purge(timestamptz) FROM PUBLIC;
 COMMENT ON FUNCTION pg_labels.purge(timestamptz) IS
     'Retention: empties the months of the trail before the cutoff''s and deletes whole runs opened before the cutoff without a later step; returns the number of runs. Never the present: a cutoff later than the start of the previous month (UTC), infinite or NULL is refused';
 
+CREATE FUNCTION pg_labels.refusals_recorded(timeout interval DEFAULT '10 seconds') RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_refusals_recorded' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION pg_labels.refusals_recorded(interval) IS
+    'Waits until every refusal this session made is written to pg_labels.refused_writes (by a background worker, in a transaction of its own); false if that did not happen within the timeout';
+
 CREATE FUNCTION pg_labels.digest(content bytea) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 BEGIN ATOMIC

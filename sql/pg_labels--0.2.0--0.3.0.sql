@@ -171,6 +171,98 @@ BEGIN
 END
 $reprotect$;
 
+CREATE FUNCTION pg_labels.refusals_recorded(timeout interval DEFAULT '10 seconds') RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_refusals_recorded' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION pg_labels.refusals_recorded(interval) IS
+    'Waits until every refusal this session made is written to pg_labels.refused_writes (by a background worker, in a transaction of its own); false if that did not happen within the timeout';
+
+-- The record of refused writes (every refusal on the record, even when its statement rolls
+-- back), and pg_labels.refusals over it and the gate's refusals
+CREATE TABLE pg_labels.refused_writes (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    refused_at timestamptz NOT NULL,
+    last_at timestamptz NOT NULL,
+    count bigint NOT NULL DEFAULT 1,
+    kind text NOT NULL,
+    run_id uuid,
+    run_scope @extschema@.scope,
+    carried_scope @extschema@.scope,
+    tool text,
+    rule text,
+    sqlstate text NOT NULL,
+    labels @extschema@.labelset,
+    reason text NOT NULL,
+    detail text,
+    actor text NOT NULL,
+    session_actor text NOT NULL,
+    xid xid8,
+    backend_pid int NOT NULL,
+    recorded_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE pg_labels.refused_writes IS
+    'Every refusal of the platform''s triggers and of the functions that write as the owner, recorded in a transaction of its own: it survives the rollback of the refused statement. Written by a background worker only; read through pg_labels.refusals; removed by purge() with the trail''s months; outside the hash chains';
+COMMENT ON COLUMN pg_labels.refused_writes.id IS 'The record';
+COMMENT ON COLUMN pg_labels.refused_writes.refused_at IS 'When the write was refused (the clock of the backend that refused it)';
+COMMENT ON COLUMN pg_labels.refused_writes.last_at IS 'When the last refusal it counts was made (past the budget of records a backend hands over in a second, alike refusals are counted in one record)';
+COMMENT ON COLUMN pg_labels.refused_writes.count IS 'How many refusals it stands for: 1, or more for refusals counted together';
+COMMENT ON COLUMN pg_labels.refused_writes.kind IS 'What was refused: a step''s kind (tool_called, gate_decided, context_read, approval_decided, ...), or run, share, artifact, crossing, agent_version, approval, or an update, delete or truncate of a table';
+COMMENT ON COLUMN pg_labels.refused_writes.run_id IS 'The run, when there is one';
+COMMENT ON COLUMN pg_labels.refused_writes.run_scope IS 'The run''s scope (for a run not opened, the one it was to have)';
+COMMENT ON COLUMN pg_labels.refused_writes.carried_scope IS 'Where the record can be read: the run''s scope, or the share''s or crossing''s target (NULL: in * only); an analyst sees it when the entered scope reaches it';
+COMMENT ON COLUMN pg_labels.refused_writes.tool IS 'The tool called, when there is one';
+COMMENT ON COLUMN pg_labels.refused_writes.rule IS 'The rule or check that refused: its name, as in the error''s constraint-name field';
+COMMENT ON COLUMN pg_labels.refused_writes.sqlstate IS 'The refusal''s SQLSTATE';
+COMMENT ON COLUMN pg_labels.refused_writes.labels IS 'The labels that escaped (data_barrier), the run''s origins (untrusted_to_irreversible, approval_required), or a share''s artifact''s labels';
+COMMENT ON COLUMN pg_labels.refused_writes.reason IS 'The refusal''s message';
+COMMENT ON COLUMN pg_labels.refused_writes.detail IS 'The refusal''s DETAIL';
+COMMENT ON COLUMN pg_labels.refused_writes.actor IS 'The role that wrote (current_user)';
+COMMENT ON COLUMN pg_labels.refused_writes.session_actor IS 'The session''s role (session_user)';
+COMMENT ON COLUMN pg_labels.refused_writes.xid IS 'The refusing backend''s transaction id, when it had one';
+COMMENT ON COLUMN pg_labels.refused_writes.backend_pid IS 'The refusing backend''s process id';
+COMMENT ON COLUMN pg_labels.refused_writes.recorded_at IS 'When the worker wrote the record';
+CREATE INDEX refused_writes_refused_at_idx ON pg_labels.refused_writes (refused_at);
+CREATE INDEX refused_writes_run_idx ON pg_labels.refused_writes (run_id) WHERE run_id IS NOT NULL;
+CREATE TRIGGER refused_writes_append_only BEFORE UPDATE OR DELETE ON pg_labels.refused_writes
+    FOR EACH ROW EXECUTE FUNCTION pg_labels.append_only();
+CREATE TRIGGER refused_writes_no_truncate BEFORE TRUNCATE ON pg_labels.refused_writes
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only();
+ALTER TABLE pg_labels.refused_writes ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+CREATE POLICY refused_writes_visible ON pg_labels.refused_writes
+    USING (pg_labels.readable_in('pg_labels.refused_writes'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.refused_writes', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.refused_writes_id_seq', '');
+-- (its columns as before, the new ones after: the grants on it stay)
+CREATE OR REPLACE VIEW pg_labels.refusals WITH (security_invoker = true) AS
+SELECT t.id AS step_id, t.run_id, t.run_scope, t.agent, t.tool, t.args, t.labels, t.decision,
+       t.rule, t.reason, t.actor, t.created_at,
+       'gate'::text AS source, t.kind, NULL::text AS sqlstate, 1::bigint AS count, NULL::xid8 AS xid
+FROM pg_labels.trail t
+WHERE t.kind = 'gate_decided' AND t.decision IN ('block', 'ask')
+UNION ALL
+SELECT NULL, w.run_id, w.run_scope, r.agent, w.tool, NULL, w.labels, 'block',
+       w.rule, w.reason, w.actor, w.refused_at,
+       'write', w.kind, w.sqlstate, w.count, w.xid
+FROM pg_labels.refused_writes w
+LEFT JOIN pg_labels.runs r ON r.id = w.run_id;
+COMMENT ON VIEW pg_labels.refusals IS
+    'Every refusal, by rule: gate decisions that blocked or asked (source gate, rows of the trail), and refused writes (source write: refused steps, runs not opened, shares, reads, crossings, approvals, changes of the sealed tables), recorded even though their statements rolled back';
+COMMENT ON COLUMN pg_labels.refusals.step_id IS 'The gate_decided step (source gate)';
+COMMENT ON COLUMN pg_labels.refusals.run_id IS 'Its run';
+COMMENT ON COLUMN pg_labels.refusals.run_scope IS 'The run''s scope';
+COMMENT ON COLUMN pg_labels.refusals.agent IS 'The run''s agent (when its run is one the reader sees)';
+COMMENT ON COLUMN pg_labels.refusals.tool IS 'The tool the gate was asked about, or the refused call''s';
+COMMENT ON COLUMN pg_labels.refusals.args IS 'The call''s arguments (source gate)';
+COMMENT ON COLUMN pg_labels.refusals.labels IS 'What the step carried (source gate); the labels that escaped, or the run''s origins (source write)';
+COMMENT ON COLUMN pg_labels.refusals.decision IS 'block or ask';
+COMMENT ON COLUMN pg_labels.refusals.rule IS 'The rule (or check) that decided';
+COMMENT ON COLUMN pg_labels.refusals.reason IS 'Why, in one line';
+COMMENT ON COLUMN pg_labels.refusals.actor IS 'The role that asked or wrote';
+COMMENT ON COLUMN pg_labels.refusals.created_at IS 'When';
+COMMENT ON COLUMN pg_labels.refusals.source IS 'gate: a gate decision of the trail; write: a refused write, from pg_labels.refused_writes';
+COMMENT ON COLUMN pg_labels.refusals.kind IS 'gate_decided, or what the refused write was (a step''s kind, run, share, crossing, ...)';
+COMMENT ON COLUMN pg_labels.refusals.sqlstate IS 'The refused write''s SQLSTATE';
+COMMENT ON COLUMN pg_labels.refusals.count IS 'How many refusals the row stands for (refused writes past a backend''s budget are counted together)';
+COMMENT ON COLUMN pg_labels.refusals.xid IS 'The refusing backend''s transaction id, when it had one';
 -- distribute(): the Citus policies of steps and shares read the row's carried_scope
 CREATE OR REPLACE FUNCTION pg_labels.distribute(shard_count int DEFAULT 32) RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -309,6 +309,56 @@ CREATE INDEX shares_to_run_idx ON pg_labels.shares (to_run) WHERE to_run IS NOT 
 CREATE INDEX shares_crossing_idx ON pg_labels.shares (crossing_id) WHERE crossing_id IS NOT NULL;
 
 ----------------------------------------------------------------------------------------
+-- The record of refused writes: every refusal of the triggers (and of the functions that
+-- write as the owner), written by a background worker in a transaction of its own, so that
+-- it survives the rollback of the refused statement (src/platform/refused.rs)
+----------------------------------------------------------------------------------------
+CREATE TABLE pg_labels.refused_writes (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    refused_at timestamptz NOT NULL,
+    last_at timestamptz NOT NULL,
+    count bigint NOT NULL DEFAULT 1,
+    kind text NOT NULL,
+    run_id uuid,
+    run_scope @extschema@.scope,
+    carried_scope @extschema@.scope,
+    tool text,
+    rule text,
+    sqlstate text NOT NULL,
+    labels @extschema@.labelset,
+    reason text NOT NULL,
+    detail text,
+    actor text NOT NULL,
+    session_actor text NOT NULL,
+    xid xid8,
+    backend_pid int NOT NULL,
+    recorded_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE pg_labels.refused_writes IS
+    'Every refusal of the platform''s triggers and of the functions that write as the owner, recorded in a transaction of its own: it survives the rollback of the refused statement. Written by a background worker only; read through pg_labels.refusals; removed by purge() with the trail''s months; outside the hash chains';
+COMMENT ON COLUMN pg_labels.refused_writes.id IS 'The record';
+COMMENT ON COLUMN pg_labels.refused_writes.refused_at IS 'When the write was refused (the clock of the backend that refused it)';
+COMMENT ON COLUMN pg_labels.refused_writes.last_at IS 'When the last refusal it counts was made (past the budget of records a backend hands over in a second, alike refusals are counted in one record)';
+COMMENT ON COLUMN pg_labels.refused_writes.count IS 'How many refusals it stands for: 1, or more for refusals counted together';
+COMMENT ON COLUMN pg_labels.refused_writes.kind IS 'What was refused: a step''s kind (tool_called, gate_decided, context_read, approval_decided, ...), or run, share, artifact, crossing, agent_version, approval, or an update, delete or truncate of a table';
+COMMENT ON COLUMN pg_labels.refused_writes.run_id IS 'The run, when there is one';
+COMMENT ON COLUMN pg_labels.refused_writes.run_scope IS 'The run''s scope (for a run not opened, the one it was to have)';
+COMMENT ON COLUMN pg_labels.refused_writes.carried_scope IS 'Where the record can be read: the run''s scope, or the share''s or crossing''s target (NULL: in * only); an analyst sees it when the entered scope reaches it';
+COMMENT ON COLUMN pg_labels.refused_writes.tool IS 'The tool called, when there is one';
+COMMENT ON COLUMN pg_labels.refused_writes.rule IS 'The rule or check that refused: its name, as in the error''s constraint-name field';
+COMMENT ON COLUMN pg_labels.refused_writes.sqlstate IS 'The refusal''s SQLSTATE';
+COMMENT ON COLUMN pg_labels.refused_writes.labels IS 'The labels that escaped (data_barrier), the run''s origins (untrusted_to_irreversible, approval_required), or a share''s artifact''s labels';
+COMMENT ON COLUMN pg_labels.refused_writes.reason IS 'The refusal''s message';
+COMMENT ON COLUMN pg_labels.refused_writes.detail IS 'The refusal''s DETAIL';
+COMMENT ON COLUMN pg_labels.refused_writes.actor IS 'The role that wrote (current_user)';
+COMMENT ON COLUMN pg_labels.refused_writes.session_actor IS 'The session''s role (session_user)';
+COMMENT ON COLUMN pg_labels.refused_writes.xid IS 'The refusing backend''s transaction id, when it had one';
+COMMENT ON COLUMN pg_labels.refused_writes.backend_pid IS 'The refusing backend''s process id';
+COMMENT ON COLUMN pg_labels.refused_writes.recorded_at IS 'When the worker wrote the record';
+CREATE INDEX refused_writes_refused_at_idx ON pg_labels.refused_writes (refused_at);
+CREATE INDEX refused_writes_run_idx ON pg_labels.refused_writes (run_id) WHERE run_id IS NOT NULL;
+
+----------------------------------------------------------------------------------------
 -- Triggers
 ----------------------------------------------------------------------------------------
 CREATE TRIGGER runs_open BEFORE INSERT ON pg_labels.runs
@@ -345,6 +395,10 @@ CREATE TRIGGER agent_versions_append_only BEFORE UPDATE OR DELETE ON pg_labels.a
     FOR EACH ROW EXECUTE FUNCTION pg_labels.append_only();
 CREATE TRIGGER agent_versions_no_truncate BEFORE TRUNCATE ON pg_labels.agent_versions
     FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only();
+CREATE TRIGGER refused_writes_append_only BEFORE UPDATE OR DELETE ON pg_labels.refused_writes
+    FOR EACH ROW EXECUTE FUNCTION pg_labels.append_only();
+CREATE TRIGGER refused_writes_no_truncate BEFORE TRUNCATE ON pg_labels.refused_writes
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only();
 CREATE TRIGGER tools_change BEFORE UPDATE OR DELETE ON pg_labels.tools
     FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.tools_change();
 -- also in replica mode (a restore, a superuser's session): backends forget the tools they kept
@@ -368,6 +422,7 @@ ALTER TABLE pg_labels.agent_versions ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL 
 ALTER TABLE pg_labels.listeners ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
 ALTER TABLE pg_labels.crossings ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
 ALTER TABLE pg_labels.grants ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+ALTER TABLE pg_labels.refused_writes ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
 CREATE POLICY runs_visible ON pg_labels.runs
     USING (pg_labels.readable('pg_labels.runs'::pg_catalog.regclass, labels));
 CREATE POLICY steps_visible ON pg_labels.steps
@@ -376,6 +431,8 @@ CREATE POLICY artifacts_visible ON pg_labels.artifacts
     USING (pg_labels.readable('pg_labels.artifacts'::pg_catalog.regclass, labels));
 CREATE POLICY shares_visible ON pg_labels.shares
     USING (pg_labels.readable_in('pg_labels.shares'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
+CREATE POLICY refused_writes_visible ON pg_labels.refused_writes
+    USING (pg_labels.readable_in('pg_labels.refused_writes'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
 CREATE POLICY agent_versions_visible ON pg_labels.agent_versions
     USING (pg_labels.readable('pg_labels.agent_versions'::pg_catalog.regclass, @extschema@.labelset(scope)));
 CREATE POLICY listeners_visible ON pg_labels.listeners
@@ -440,23 +497,35 @@ $comments$;
 
 CREATE VIEW pg_labels.refusals WITH (security_invoker = true) AS
 SELECT t.id AS step_id, t.run_id, t.run_scope, t.agent, t.tool, t.args, t.labels, t.decision,
-       t.rule, t.reason, t.actor, t.created_at
+       t.rule, t.reason, t.actor, t.created_at,
+       'gate'::text AS source, t.kind, NULL::text AS sqlstate, 1::bigint AS count, NULL::xid8 AS xid
 FROM pg_labels.trail t
-WHERE t.kind = 'gate_decided' AND t.decision IN ('block', 'ask');
+WHERE t.kind = 'gate_decided' AND t.decision IN ('block', 'ask')
+UNION ALL
+SELECT NULL, w.run_id, w.run_scope, r.agent, w.tool, NULL, w.labels, 'block',
+       w.rule, w.reason, w.actor, w.refused_at,
+       'write', w.kind, w.sqlstate, w.count, w.xid
+FROM pg_labels.refused_writes w
+LEFT JOIN pg_labels.runs r ON r.id = w.run_id;
 COMMENT ON VIEW pg_labels.refusals IS
-    'Gate decisions that blocked a call or asked for a person, by rule (refused tool_called steps roll back and leave no row)';
-COMMENT ON COLUMN pg_labels.refusals.step_id IS 'The gate_decided step';
+    'Every refusal, by rule: gate decisions that blocked or asked (source gate, rows of the trail), and refused writes (source write: refused steps, runs not opened, shares, reads, crossings, approvals, changes of the sealed tables), recorded even though their statements rolled back';
+COMMENT ON COLUMN pg_labels.refusals.step_id IS 'The gate_decided step (source gate)';
 COMMENT ON COLUMN pg_labels.refusals.run_id IS 'Its run';
 COMMENT ON COLUMN pg_labels.refusals.run_scope IS 'The run''s scope';
-COMMENT ON COLUMN pg_labels.refusals.agent IS 'The run''s agent';
-COMMENT ON COLUMN pg_labels.refusals.tool IS 'The tool the gate was asked about';
-COMMENT ON COLUMN pg_labels.refusals.args IS 'The call''s arguments';
-COMMENT ON COLUMN pg_labels.refusals.labels IS 'What the step carried';
+COMMENT ON COLUMN pg_labels.refusals.agent IS 'The run''s agent (when its run is one the reader sees)';
+COMMENT ON COLUMN pg_labels.refusals.tool IS 'The tool the gate was asked about, or the refused call''s';
+COMMENT ON COLUMN pg_labels.refusals.args IS 'The call''s arguments (source gate)';
+COMMENT ON COLUMN pg_labels.refusals.labels IS 'What the step carried (source gate); the labels that escaped, or the run''s origins (source write)';
 COMMENT ON COLUMN pg_labels.refusals.decision IS 'block or ask';
-COMMENT ON COLUMN pg_labels.refusals.rule IS 'The rule that decided';
+COMMENT ON COLUMN pg_labels.refusals.rule IS 'The rule (or check) that decided';
 COMMENT ON COLUMN pg_labels.refusals.reason IS 'Why, in one line';
-COMMENT ON COLUMN pg_labels.refusals.actor IS 'The role that asked';
+COMMENT ON COLUMN pg_labels.refusals.actor IS 'The role that asked or wrote';
 COMMENT ON COLUMN pg_labels.refusals.created_at IS 'When';
+COMMENT ON COLUMN pg_labels.refusals.source IS 'gate: a gate decision of the trail; write: a refused write, from pg_labels.refused_writes';
+COMMENT ON COLUMN pg_labels.refusals.kind IS 'gate_decided, or what the refused write was (a step''s kind, run, share, crossing, ...)';
+COMMENT ON COLUMN pg_labels.refusals.sqlstate IS 'The refused write''s SQLSTATE';
+COMMENT ON COLUMN pg_labels.refusals.count IS 'How many refusals the row stands for (refused writes past a backend''s budget are counted together)';
+COMMENT ON COLUMN pg_labels.refusals.xid IS 'The refusing backend''s transaction id, when it had one';
 
 CREATE VIEW pg_labels.approval_points WITH (security_invoker = true) AS
 SELECT v.agent, v.version, v.scope, p.step, p.tool, t.effect, p.path, v.published_at
@@ -509,4 +578,6 @@ SELECT pg_catalog.pg_extension_config_dump('pg_labels.crossings_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.artifacts', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.shares', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.shares_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.refused_writes', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.refused_writes_id_seq', '');
 $schema$; END $platform$; -- citus-copy

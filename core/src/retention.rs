@@ -98,6 +98,17 @@ pub fn utc_text(t: i64) -> String {
     )
 }
 
+/// A time as `YYYY-MM-DD HH:MM:SS.ffffff+00` (microseconds kept), whatever the session's
+/// settings: a value PostgreSQL's `timestamptz` input reads back exactly.
+pub fn utc_text_micros(t: i64) -> String {
+    let whole = utc_text(t);
+    format!(
+        "{}.{:06}+00",
+        &whole[..whole.len() - 3],
+        t.rem_euclid(1_000_000)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +121,8 @@ mod tests {
         assert_eq!(utc_text(0), "2000-01-01 00:00:00+00");
         assert_eq!(utc_text(NOW), "2026-12-05 07:12:01+00");
         assert_eq!(utc_text(-1), "1999-12-31 23:59:59+00");
+        assert_eq!(utc_text_micros(-1), "1999-12-31 23:59:59.999999+00");
+        assert_eq!(utc_text_micros(NOW + 42), "2026-12-05 07:12:01.000042+00");
         assert_eq!(utc_text(month_start(NOW)), "2026-12-01 00:00:00+00");
         assert_eq!(utc_text(latest_cutoff(NOW)), "2026-11-01 00:00:00+00");
         // across a year

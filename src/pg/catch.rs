@@ -97,7 +97,7 @@ impl Error {
         for (i, c) in code.iter_mut().enumerate() {
             *c = (((d.sqlerrcode >> (6 * i)) & 0x3F) as u8) + b'0';
         }
-        let mut e = Error::new(code, text(d.message).unwrap_or_default());
+        let mut e = Error::new(code, text(d.message).unwrap_or_default()).caught_nested();
         // pg_labels raises its own errors without a source file (crate::pg::error::raise);
         // PostgreSQL (and PL/pgSQL) always names one
         if !d.filename.is_null() {

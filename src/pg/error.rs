@@ -33,6 +33,11 @@ pub struct ErrorData {
     /// Raised by PostgreSQL itself (caught and carried on), not made by pg_labels: its DETAIL
     /// may hold row contents (see [`Error::for_caller`]).
     pub by_postgres: bool,
+    /// A refusal of pg_labels' rules or checks (made from a `Refusal`).
+    pub refusal: bool,
+    /// Caught from a nested call (a statement the function ran, a trigger it fired), not made
+    /// by the function that raises it now.
+    pub nested: bool,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -70,6 +75,8 @@ impl Error {
             constraint: None,
             table: None,
             by_postgres: false,
+            refusal: false,
+            nested: false,
         }))
     }
 
@@ -113,6 +120,17 @@ impl Error {
             ),
         )
         .detail(e.to_string())
+    }
+
+    /// Caught from a nested call (see [`ErrorData::nested`]).
+    pub fn caught_nested(mut self) -> Self {
+        self.0.nested = true;
+        self
+    }
+
+    /// The error's parts, to record it.
+    pub fn data(&self) -> &ErrorData {
+        &self.0
     }
 
     /// Is it of this SQLSTATE?
@@ -169,6 +187,8 @@ impl From<pg_labels_core::refusal::Refusal> for Error {
             constraint: r.constraint.map(str::to_string),
             table: r.table.map(|t| ("pg_labels".to_string(), t.to_string())),
             by_postgres: false,
+            refusal: true,
+            nested: false,
         }))
     }
 }
@@ -214,6 +234,8 @@ unsafe extern "C-unwind" {
     fn errdetail(fmt: *const c_char, ...) -> c_int;
     fn errhint(fmt: *const c_char, ...) -> c_int;
     fn err_generic_string(field: c_int, str_: *const c_char) -> c_int;
+    fn errhidestmt(hide_stmt: bool) -> c_int;
+    fn errhidecontext(hide_ctx: bool) -> c_int;
 }
 
 /// Copy a string into palloc'd, NUL-terminated memory (interior NULs become `?`).
@@ -369,6 +391,21 @@ pub fn log(message: &str) {
 /// Write a `WARNING` (to the server log, and to the client).
 pub fn warning(message: &str) {
     log_at(pgrx::pg_sys::WARNING as c_int, message);
+}
+
+/// Write one line to the server log (`LOG`) with no statement and no context after it: a
+/// record meant to be read line by line (by a `jsonlog` shipper, say).
+pub fn log_line(message: &str) {
+    // SAFETY: as in log_at; errhidestmt/errhidecontext only mark the report being built.
+    unsafe {
+        let m = pstr(&capped(message, TEXT_LIMIT));
+        if errstart(pgrx::pg_sys::LOG as c_int, std::ptr::null()) {
+            errmsg(c"%s".as_ptr(), m);
+            errhidestmt(true);
+            errhidecontext(true);
+            errfinish(std::ptr::null(), 0, std::ptr::null());
+        }
+    }
 }
 
 fn log_at(level: c_int, message: &str) {

@@ -5,6 +5,7 @@
 
 pub mod btree;
 pub mod catch;
+pub mod channel;
 pub mod citus;
 pub mod compat;
 pub mod datum;

@@ -399,6 +399,7 @@ pub fn as_owner<T>(owner: Oid, f: impl FnOnce() -> Result<T>) -> Result<T> {
     struct Restore(Oid, i32, Option<i32>);
     impl Drop for Restore {
         fn drop(&mut self) {
+            CALLERS.with(|c| c.pop());
             // SAFETY: puts back what GetUserIdAndSecContext returned, and the settings at the
             // nest level opened below.
             unsafe {
@@ -439,8 +440,25 @@ pub fn as_owner<T>(owner: Oid, f: impl FnOnce() -> Result<T>) -> Result<T> {
         );
         nest
     };
+    CALLERS.with(|c| c.push(saved_user));
     let _restore = Restore(saved_user, saved_ctx, nest);
     f().map_err(Error::for_caller)
+}
+
+/// The users [`as_owner`] switched from, innermost last.
+static CALLERS: BackendLocal<Vec<Oid>> = BackendLocal::new(Vec::new());
+
+/// The role the extension acts for: the current user, or, inside statements it runs as the
+/// tables' owner, the user it switched from first (the caller of `authorize_crossing()`, say).
+pub fn acting_for() -> Oid {
+    CALLERS
+        .with(|c| c.first().copied())
+        .unwrap_or_else(current_user)
+}
+
+/// Forget the users of [`as_owner`]s an error skipped (at the end of a transaction).
+pub fn forget_callers() {
+    CALLERS.with(|c| c.clear());
 }
 
 // GetUserId reads a backend variable and cannot raise: called without pgrx's FFI guard (the

@@ -34,7 +34,7 @@ static DECIDE: SavedPlan = SavedPlan::new(
 sql_function! {
     /// `pg_labels.decide_approval(request bigint, granted boolean, reason text) → bigint`
     fn pgl_decide_approval(call) {
-        decide(&call)
+        crate::platform::refused::guarded("approval", || decide(&call))
     }
 }
 
@@ -63,6 +63,7 @@ fn decide(call: &Call<'_>) -> Result<Datum> {
                 return Err(refusal::no_request(request).into());
             }
             let run: Uuid = req.must(0, 1)?;
+            crate::platform::refused::about(|a| a.run = Some(run));
             let requester: String = req.get(0, 2)?.unwrap_or_default();
             let tool: Option<String> = req.get(0, 3)?;
             let args: Option<Jsonb> = req.get(0, 4)?;

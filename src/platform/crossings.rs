@@ -107,18 +107,18 @@ static CROSSING_COLUMNS: Columns<8> = Columns::new([
 sql_function! {
     /// BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW on pg_labels.crossings.
     fn pgl_crossings_guard(call) {
-        crossings_guard(&call)
+        crate::platform::refused::guarded("crossing", || crossings_guard(&call))
     }
 
     /// `pg_labels.authorize_crossing(from_scope scope, to_scope scope, reason text,
     /// expires_at timestamptz DEFAULT NULL) → bigint`
     fn pgl_authorize_crossing(call) {
-        authorize(&call)
+        crate::platform::refused::guarded("crossing", || authorize(&call))
     }
 
     /// `pg_labels.revoke_crossing(crossing bigint, reason text DEFAULT NULL) → timestamptz`
     fn pgl_revoke_crossing(call) {
-        revoke(&call)
+        crate::platform::refused::guarded("crossing", || revoke(&call))
     }
 }
 
@@ -128,6 +128,13 @@ fn crossings_guard(call: &Call<'_>) -> Result<Datum> {
     let [c_id, c_from, c_to, c_by, c_expires, c_revoked_at, c_revoked_by, c_reason] =
         CROSSING_COLUMNS.of(&row)?;
     let id = row.get::<i64>(c_id)?.unwrap_or_default();
+    // what a refusal's record names (platform::refused): read where the crossing leads
+    crate::platform::refused::about(|a| {
+        a.scope = row.get::<ScopeBuf>(c_to).ok().flatten().map(|s| s.0);
+        if trigger.op() != Op::Insert {
+            a.kind = format!("{} of a crossing", trigger.op().verb());
+        }
+    });
     match trigger.op() {
         Op::Insert if crate::platform::catalog::restoring() => Ok(row.unchanged()),
         Op::Insert => {

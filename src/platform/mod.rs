@@ -5,13 +5,15 @@
 //! - [`runs`]: opening a run; [`steps`]: every step of the trail; [`seal`]: the append-only
 //!   rules; [`sharing`]: artifacts, shares and context reads; [`crossings`]: recording and
 //!   revoking crossings; [`approvals`]: a person's decision; [`publication`]: the publication
-//!   check; [`retention`]: purging; [`state`]: what the platform's functions tell its triggers.
+//!   check; [`retention`]: purging; [`refused`]: the record of every refusal; [`state`]: what
+//!   the platform's functions tell its triggers.
 
 pub mod approvals;
 pub mod catalog;
 pub mod crossings;
 pub mod ledger;
 pub mod publication;
+pub mod refused;
 pub mod removal;
 pub mod retention;
 pub mod runs;

@@ -71,7 +71,7 @@ fn approvals_json(a: &Analysis, steps: &[StepDecl]) -> String {
 sql_function! {
     /// BEFORE INSERT FOR EACH ROW on pg_labels.agent_versions.
     fn pgl_agent_versions_insert(call) {
-        agent_versions_insert(&call)
+        crate::platform::refused::guarded("agent_version", || agent_versions_insert(&call))
     }
 }
 

@@ -59,6 +59,10 @@ static PURGE: SavedPlan = SavedPlan::new(
              (SELECT count(*) FROM gone_artifacts), (SELECT count(*) FROM gone_shares)",
 );
 
+/// The records of refused writes of the months that go.
+static PURGE_REFUSED: SavedPlan =
+    SavedPlan::new(c"DELETE FROM pg_labels.refused_writes WHERE refused_at < $1");
+
 /// The partitions of the trail's ring that exist (none on a table of release 0.1.0).
 static RING: SavedPlan = SavedPlan::new(
     c"SELECT c.relname::text FROM pg_catalog.pg_inherits i
@@ -211,6 +215,14 @@ fn purge(spi: &Spi, cut: &retention::Cut, who: &str) -> Result<i64> {
         )?;
     }
     let gone = PURGE.execute(spi, &ts, &[Some(Timestamp(cut.cutoff).datum())], false, 1)?;
+    // the record of refused writes, with the trail's months (none before release 0.3.0)
+    let refusals = match crate::platform::catalog::relation(
+        crate::pg::trigger::platform_schema().unwrap_or(pg_sys::Oid::INVALID),
+        c"refused_writes",
+    ) {
+        pg_sys::Oid::INVALID => 0,
+        _ => PURGE_REFUSED.execute(spi, &ts, &[start], false, 0)?.len(),
+    };
     let [runs, steps, artifacts, shares] = [1, 2, 3, 4].map(|c| gone.must::<i64>(0, c));
     let (runs, steps, artifacts, shares) = (runs?, steps?, artifacts?, shares?);
     let listed = |ps: &[&str]| {
@@ -223,7 +235,8 @@ fn purge(spi: &Spi, cut: &retention::Cut, who: &str) -> Result<i64> {
     log(&format!(
         "pg_labels: purge by {who}, cutoff {cutoff} (the months before {month} go): {total} steps removed, \
          {steps_gone} with their months ({months_gone} emptied: {whole_list}; cut: {older_list}) \
-         and {steps} with {runs} whole runs, their {artifacts} artifacts and {shares} shares",
+         and {steps} with {runs} whole runs, their {artifacts} artifacts and {shares} shares; \
+         {refusals} records of refused writes",
         cutoff = retention::utc_text(cut.cutoff),
         month = retention::utc_text(cut.month_start),
         total = steps_gone + steps,

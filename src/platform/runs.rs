@@ -46,7 +46,7 @@ sql_function! {
     /// listener's scope (and agent); the run's own scope label joins its labels; a run whose
     /// initial labels escape its scope is not opened.
     fn pgl_runs_open(call) {
-        runs_open(&call)
+        crate::platform::refused::guarded("run", || runs_open(&call))
     }
 }
 
@@ -128,6 +128,11 @@ fn runs_open(call: &Call<'_>) -> Result<Datum> {
         None => None,
     };
     let given_scope = row.get::<ScopeBuf>(c_scope)?;
+    // what a refusal's record names (platform::refused)
+    crate::platform::refused::about(|a| {
+        a.run = row.get::<Uuid>(c_id).ok().flatten();
+        a.run_scope = given_scope.as_ref().map(|s| s.0.clone());
+    });
     let labels = row
         .get::<LabelSet<'_>>(c_labels)?
         .unwrap_or(LabelSet::EMPTY);

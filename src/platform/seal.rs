@@ -23,7 +23,13 @@ const RUNS_SEAL: Spec = Spec {
 };
 
 /// The append-only tables and their row-level guard.
-const APPEND_ONLY_TABLES: &[&str] = &["steps", "artifacts", "shares", "agent_versions"];
+const APPEND_ONLY_TABLES: &[&str] = &[
+    "steps",
+    "artifacts",
+    "shares",
+    "agent_versions",
+    "refused_writes",
+];
 
 const APPEND_ONLY_ROW: Spec = Spec {
     function: "pg_labels.append_only()",
@@ -43,6 +49,7 @@ const NO_TRUNCATE: Spec = Spec {
         "shares",
         "agent_versions",
         "crossings",
+        "refused_writes",
     ],
     timing: Timing::Before,
     row: false,
@@ -78,6 +85,7 @@ fn describe(table: &str, row: &Tuple<'_>) -> String {
         "runs" => format!("Run {}.", uuid("id")),
         "artifacts" => format!("Artifact {} of run {}.", uuid("id"), uuid("origin_run")),
         "shares" => format!("Share {} of artifact {}.", int("id"), uuid("artifact_id")),
+        "refused_writes" => format!("The record {} of a refused write.", int("id")),
         "agent_versions" => format!(
             "Version {} of agent {} is published.",
             int("version"),
@@ -96,12 +104,12 @@ fn purging() -> bool {
 sql_function! {
     /// BEFORE UPDATE OR DELETE FOR EACH ROW on pg_labels.runs.
     fn pgl_runs_seal(call) {
-        runs_seal(&call)
+        crate::platform::refused::guarded("run", || runs_seal(&call))
     }
 
     /// BEFORE UPDATE OR DELETE FOR EACH ROW, and BEFORE TRUNCATE, on the append-only tables.
     fn pgl_append_only(call) {
-        append_only(&call)
+        crate::platform::refused::guarded("change", || append_only(&call))
     }
 }
 
@@ -197,6 +205,7 @@ fn append_only(call: &Call<'_>) -> Result<Datum> {
     };
     let table = trigger.table();
     let op = trigger.op();
+    crate::platform::refused::about(|a| a.kind = format!("{} of {table}", op.verb()));
     if table == "agent_versions" {
         return Err(refusal::version_sealed(
             format!(

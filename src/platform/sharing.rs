@@ -99,12 +99,12 @@ fn is_digest(d: &[u8]) -> bool {
 sql_function! {
     /// BEFORE INSERT FOR EACH ROW on pg_labels.artifacts.
     fn pgl_artifacts_insert(call) {
-        artifacts_insert(&call)
+        crate::platform::refused::guarded("artifact", || artifacts_insert(&call))
     }
 
     /// BEFORE INSERT FOR EACH ROW on pg_labels.shares.
     fn pgl_shares_insert(call) {
-        shares_insert(&call)
+        crate::platform::refused::guarded("share", || shares_insert(&call))
     }
 
     /// `pg_labels.next_share_id() → bigint`: the default of `shares.id` on a Citus cluster
@@ -232,6 +232,12 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
     // To one run: judged by that run's scope, which the share records.
     let given_scope = row.get::<ScopeBuf>(c_to_scope)?;
     let to_run = row.get::<Uuid>(c_to_run)?;
+    // what a refusal's record names (platform::refused): read where the share leads
+    crate::platform::refused::about(|a| {
+        a.run = to_run;
+        a.scope = given_scope.as_ref().map(|s| s.0.clone());
+        a.labels = Some(art.labels.clone());
+    });
     let (target, filled) = match &to_run {
         // On Citus one node alone holds the run: the writer names its scope, which that node
         // checks (every copy of the share must be the same)

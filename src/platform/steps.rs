@@ -17,6 +17,7 @@ use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
 use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger, Tuple};
 use crate::platform::catalog::{self, refuse_given, trail_time, LockedRun};
 use crate::platform::crossings::active_into;
+use crate::platform::refused;
 use crate::platform::sharing;
 use crate::platform::state::DECIDING;
 use crate::sql_function;
@@ -159,7 +160,7 @@ static FIND_APPROVAL: SavedPlan = SavedPlan::new(
 sql_function! {
     /// BEFORE INSERT FOR EACH ROW on pg_labels.steps.
     fn pgl_steps_insert(call) {
-        steps_insert(&call)
+        crate::platform::refused::guarded("step", || steps_insert(&call))
     }
 }
 
@@ -184,6 +185,12 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
         let id = catalog::next_id(trigger.namespace(), c"steps_id_seq", trigger.owner())?;
         return Ok(row.modified(&[(c.id, Some(Datum::from(id)))]));
     };
+    // what a refusal's record names (platform::refused)
+    refused::about(|a| {
+        a.kind = kind.name().to_string();
+        a.run = Some(run_id);
+        a.tool = row.get::<String>(c.tool).ok().flatten();
+    });
     // (a table of release 0.1.0, until ALTER EXTENSION UPDATE, takes ids from an identity)
     let legacy_ids = row.is_identity(c.id);
     if row.datum(c.id).is_some() && !legacy_ids {
@@ -285,6 +292,7 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
             catalog::read_run(namespace, &run_id)
         }?
         .ok_or_else(|| Error::from(refusal::no_run(&run_id.to_string(), "steps_run_id_fkey")))?;
+        refused::about(|a| a.run_scope = Some(run.scope.clone()));
         // one decision per request: checked under the run's lock, which orders the deciders (a
         // decision committed stays; one being written holds the run's row, which this step's
         // write then waits for)
@@ -357,6 +365,13 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
                     lock = true;
                     continue;
                 }
+                refused::about(|a| {
+                    a.labels = Some(if v.uncovered.is_empty() {
+                        summary.origins().body().to_vec()
+                    } else {
+                        v.uncovered.clone()
+                    })
+                });
                 return Err(v
                     .refusal(
                         &run_id.to_string(),

@@ -1,7 +1,18 @@
 -- After the storm: no destructive call committed after Slack data of its run had committed
--- (commit order from track_commit_timestamp), and every run carries exactly the union of its
--- steps' labels.
+-- (commit order from track_commit_timestamp), every run carries exactly the union of its
+-- steps' labels, and every refused call is on the record (pg_labels.refused_writes, written by
+-- background workers: waited for, up to a minute).
 \pset footer off
+DO $$
+BEGIN
+    FOR i IN 1..1200 LOOP
+        EXIT WHEN (SELECT coalesce(sum(count), 0) FROM pg_labels.refused_writes WHERE tool = 'stress.wipe')
+                  >= (SELECT count(*) FROM refused);
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+END $$;
+SELECT (SELECT coalesce(sum(count), 0) FROM pg_labels.refused_writes WHERE tool = 'stress.wipe')
+       - (SELECT count(*) FROM refused) AS refusals_unrecorded;
 SELECT (SELECT count(*) FROM pg_labels.steps WHERE kind = 'tool_called' AND tool = 'stress.wipe') AS wipes_allowed,
        (SELECT count(*) FROM refused) AS wipes_refused,
        (SELECT count(*) FROM pg_labels.steps WHERE kind = 'input') AS slack_inputs,

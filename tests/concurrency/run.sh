@@ -3,7 +3,10 @@
 # milliseconds while they write to the same few runs; then a check reads the commit order.
 #   1. the barrier: tool calls and Slack inputs on 40 runs (check.sql);
 #   2. crossings: reads, tool calls and shares under a crossing that people revoke and
-#      authorize again, as roles that are not superusers (crossings_check.sql).
+#      authorize again, as roles that are not superusers (crossings_check.sql);
+#   3. a flood of refusals: 10,000 refused calls in a loop from one role, then 4 clients
+#      refusing at once for FLOOD_SECONDS (30): the server stays up, every call is refused, and
+#      every refusal is on the record (pg_labels.refused_writes, counted past the budget).
 # Needs a cluster with track_commit_timestamp = on (scripts/test.sh starts one). Fails if any
 # violation is found or if a storm did not exercise both outcomes.
 set -euo pipefail
@@ -24,7 +27,15 @@ storm() {
     echo "$bench" | grep -E "^(number of clients|number of transactions|tps)" || true
     out=$("$PGBIN/psql" -X -v ON_ERROR_STOP=1 -d $DB -f "$here/$check")
     echo "$out"
+    quiesce
     "$PGBIN/psql" -X -q -d postgres "${reset[@]}"
+}
+# the background workers that record refusals are connected to the database until their queues
+# are empty: waited for before the database is dropped
+quiesce() {
+    "$PGBIN/psql" -X -q -d postgres -c "DO \$\$ BEGIN FOR i IN 1..1200 LOOP
+        EXIT WHEN NOT EXISTS (SELECT FROM pg_stat_activity WHERE datname = '$DB' AND backend_type = 'pg_labels refusal recorder');
+        PERFORM pg_sleep(0.05); END LOOP; END \$\$" >/dev/null 2>&1 || true
 }
 field() { echo "$out" | awk -v h="$1" '
     $0 ~ h { split($0, hs, "|"); for (i in hs) { gsub(/ /, "", hs[i]); if (hs[i] == h) col = i }; getline; getline; split($0, vs, "|"); gsub(/ /, "", vs[col]); print vs[col]; exit }'; }
@@ -35,8 +46,13 @@ mismatched=$(field runs_whose_labels_are_not_the_union_of_their_steps)
 allowed=$(field wipes_allowed)
 refused=$(field wipes_refused)
 interleaved=$(field runs_with_wipes_then_refusals)
+unrecorded=$(field refusals_unrecorded)
 if [ "$violations" != 0 ] || [ "$mismatched" != 0 ]; then
     echo "concurrency: FAILED ($violations commit-order violations, $mismatched runs with wrong labels)" >&2
+    exit 1
+fi
+if [ "$unrecorded" != 0 ]; then
+    echo "concurrency: FAILED (the record of refused writes counts $unrecorded more refusals than were made, or fewer)" >&2
     exit 1
 fi
 if [ "${allowed:-0}" -eq 0 ] || [ "${refused:-0}" -eq 0 ] || [ "${interleaved:-0}" -eq 0 ]; then
@@ -61,3 +77,57 @@ if [ "${used:-0}" -eq 0 ] || [ "${refused:-0}" -eq 0 ] || [ "${revoked:-0}" -lt 
     exit 1
 fi
 echo "concurrency: crossings ok ($used steps under crossings, $refused refused, $revoked revocations, 0 late uses)"
+
+# 3. the flood: as a writer that is not a superuser
+flood_setup=(-c "CREATE EXTENSION pg_labels" -c "CREATE ROLE stress_platform"
+    -c "GRANT USAGE ON SCHEMA pg_labels TO stress_platform"
+    -c "GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO stress_platform"
+    -c "INSERT INTO pg_labels.tools (name, effect) VALUES ('flood.pay', 'financial')"
+    -c "INSERT INTO pg_labels.runs (id, scope) VALUES ('f1000000-0000-0000-0000-000000000001', 'acme/ops')"
+    -c "INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('f1000000-0000-0000-0000-000000000001', 'input', '{origin:webhook}')"
+    -c "CREATE TABLE refused (n bigint)" -c "GRANT INSERT ON refused TO stress_platform"
+    -c "CREATE FUNCTION try_pay(n int) RETURNS void LANGUAGE plpgsql AS \$\$
+        DECLARE made bigint := 0;
+        BEGIN
+            FOR i IN 1..n LOOP
+                BEGIN
+                    INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('f1000000-0000-0000-0000-000000000001', 'tool_called', 'flood.pay');
+                    RAISE EXCEPTION 'flood: a call went through';
+                EXCEPTION WHEN SQLSTATE '23L02' THEN made := made + 1;
+                END;
+            END LOOP;
+            INSERT INTO refused VALUES (made);
+        END \$\$")
+"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "DROP ROLE IF EXISTS stress_platform" -c "CREATE DATABASE $DB"
+"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d $DB "${flood_setup[@]}" >/dev/null
+"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d $DB -c "SET ROLE stress_platform" -c "SELECT try_pay(10000)" >/dev/null
+echo "SET ROLE stress_platform; SELECT try_pay(50);" >"$here/.flood.sql"
+bench=$("$PGBIN/pgbench" -n -c 4 -j 2 -T "${FLOOD_SECONDS:-30}" -f "$here/.flood.sql" $DB 2>&1) || { echo "$bench" >&2; rm -f "$here/.flood.sql"; exit 1; }
+rm -f "$here/.flood.sql"
+echo "$bench" | grep -E "^(number of transactions|tps)" || true
+out=$("$PGBIN/psql" -X -v ON_ERROR_STOP=1 -d $DB <<'SQL'
+\pset footer off
+DO $$
+BEGIN
+    FOR i IN 1..1200 LOOP
+        EXIT WHEN (SELECT coalesce(sum(count), 0) FROM pg_labels.refused_writes) >= (SELECT sum(n) FROM refused);
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+END $$;
+SELECT (SELECT sum(n) FROM refused) AS refusals_made,
+       (SELECT coalesce(sum(count), 0) FROM pg_labels.refused_writes) AS refusals_recorded,
+       (SELECT count(*) FROM pg_labels.refused_writes) AS records,
+       (SELECT count(*) FROM pg_labels.steps WHERE tool = 'flood.pay') AS calls_through;
+SQL
+)
+echo "$out"
+quiesce
+"$PGBIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "DROP ROLE IF EXISTS stress_platform"
+made=$(field refusals_made)
+recorded=$(field refusals_recorded)
+through=$(field calls_through)
+if [ "${made:-0}" -lt 10000 ] || [ "$made" != "$recorded" ] || [ "$through" != 0 ]; then
+    echo "concurrency: FAILED (the flood: $made refusals made, $recorded recorded, $through calls through)" >&2
+    exit 1
+fi
+echo "concurrency: flood ok ($made refusals, all recorded in $(field records) records, none through)"

@@ -57,14 +57,14 @@ for script in "$ROOT"/sql/released/pg_labels--*.sql; do
 
     # what was there is unchanged; what later releases add is left out of this comparison and
     # checked below: 0.2.0 the hash chains' columns, the digests, the trail's proofs, Citus;
-    # 0.3.0 the scope a step or share can be read in (carried_scope)
+    # 0.3.0 the scope a step or share can be read in (carried_scope), the record of refused writes
     case $from in
         0.1.0)
             added_columns="slot,prev_hash,hash,opened_labels,chain_head,chain_slot,chain_cut,chain_cut_length,carried_scope"
-            added_objects="digests|digests_id_seq|verify|verify_all|ledger_digest|verify_digest|prove|start_chains|distribute|shard_sequence" ;;
+            added_objects="digests|digests_id_seq|verify|verify_all|ledger_digest|verify_digest|prove|start_chains|distribute|shard_sequence|refused_writes|refused_writes_id_seq" ;;
         *)
             added_columns="slot,carried_scope"  # (the ring slot is left out of every snapshot)
-            added_objects="nothing_added" ;;
+            added_objects="refused_writes|refused_writes_id_seq" ;;
     esac
     SNAPSHOT_DROP="{$added_columns}" data_snapshot -d "$db" |
         grep -Ev "^(acl|sequence|rows) (pg_labels\.)?($added_objects)[ (:]" \

@@ -9,7 +9,7 @@
 CREATE ROLE regress_aq_analyst LOGIN;
 CREATE ROLE regress_aq_writer LOGIN;
 GRANT USAGE ON SCHEMA pg_labels TO regress_aq_analyst, regress_aq_writer;
-GRANT SELECT ON pg_labels.runs, pg_labels.steps, pg_labels.trail, pg_labels.refusals TO regress_aq_analyst;
+GRANT SELECT ON pg_labels.runs, pg_labels.steps, pg_labels.trail, pg_labels.refusals, pg_labels.refused_writes TO regress_aq_analyst;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO regress_aq_writer;
 GRANT SELECT ON pg_labels.tools TO regress_aq_writer;
 INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_aq_analyst', 'acme');

@@ -35,7 +35,7 @@ GRANT EXECUTE ON FUNCTION pg_labels.authorize_crossing(scope, scope, text, times
 GRANT SELECT ON pg_labels.crossings TO regress_att_bob;
 GRANT SELECT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts, pg_labels.shares,
                 pg_labels.agent_versions, pg_labels.listeners, pg_labels.crossings, pg_labels.tools,
-                pg_labels.trail, pg_labels.refusals, pg_labels.approval_points
+                pg_labels.refused_writes, pg_labels.trail, pg_labels.refusals, pg_labels.approval_points
   TO regress_att_analyst, regress_att_globex;
 GRANT EXECUTE ON FUNCTION pg_labels.purge(timestamptz) TO regress_att_retention;
 INSERT INTO pg_labels.grants (role, scope) VALUES

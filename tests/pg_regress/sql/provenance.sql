@@ -3,7 +3,8 @@
 \pset null '(null)'
 CREATE ROLE regress_prov_analyst;
 GRANT USAGE ON SCHEMA pg_labels TO regress_prov_analyst;
-GRANT SELECT ON pg_labels.trail, pg_labels.refusals, pg_labels.runs, pg_labels.steps TO regress_prov_analyst;
+GRANT SELECT ON pg_labels.trail, pg_labels.refusals, pg_labels.refused_writes, pg_labels.runs, pg_labels.steps
+  TO regress_prov_analyst;
 INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_prov_analyst', 'acme/platform');
 INSERT INTO pg_labels.tools (name, effect, trusted_output) VALUES
   ('prov.search', 'read', true), ('prov.pay', 'financial', true), ('prov.edit', 'reversible_write', true)

@@ -1,0 +1,481 @@
+//! Every refusal on the record, even when its statement rolls back: `pg_labels.refused_writes`.
+//!
+//! A refusal rolls its statement back, and with it anything the statement wrote. So the
+//! record of a refused write is written elsewhere: each trigger (and each function that writes
+//! as the tables' owner) runs its body in [`guarded`], which, when the body refuses, hands the
+//! refusal, with what the trigger knew of the write ([`about`]), to a background worker that
+//! writes it in a transaction of its own (`pg::channel`), and writes one `LOG` line of it
+//! (unless `pg_labels.log_refusals` is off). The refusal itself is raised as always, whether
+//! or not the record could be made: a failure to record is a `WARNING` naming the refusal.
+//!
+//! - Only refusals of pg_labels' own rules and checks are recorded, once: in the trigger (or
+//!   function) that made it, not again in a function whose statement fired that trigger, and
+//!   not a serialization failure (`40001`, to be retried). A gate decision is not a refusal:
+//!   it is a row of the trail.
+//! - A flood does not flood: past [`BUDGET`] records in a second, a backend's refusals are
+//!   counted per (role, run, kind, tool, rule) and written as one record with its count when
+//!   the second is over (or the transaction, or the session), never dropped. So are those
+//!   that find the queue full.
+//! - On a Citus shard the refusal is in the `LOG` line of the node that decided only.
+
+use crate::pg::channel::{self, Sent, Worker};
+use crate::pg::datum::Uuid;
+use crate::pg::error::{log_line, warning, Error, Result};
+use crate::pg::local::BackendLocal;
+use crate::pg::spi::{run_with, with_spi, SavedPlan, Sql};
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::pg_sys::{self, Datum};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// `pg_labels.log_refusals`: one `LOG` line per refusal (on by default). Set in the server's
+/// configuration only (`PGC_SIGHUP`): a session cannot turn it off, nor a placeholder made
+/// before the library loads.
+pub static LOG_REFUSALS: GucSetting<bool> = GucSetting::<bool>::new(true);
+
+/// Records a backend hands over one by one in a second; past that, counted (see the module).
+pub const BUDGET: u32 = 200;
+
+/// What a trigger knows of the write it judges, for the record of its refusal.
+#[derive(Clone, Debug, Default)]
+pub struct About {
+    /// What was refused: a step's kind, or `run`, `share`, `artifact`, `crossing`,
+    /// `agent_version`, `approval`, or `update`/`delete`/`truncate` of a table.
+    pub kind: String,
+    pub run: Option<Uuid>,
+    pub run_scope: Option<Vec<u8>>,
+    pub tool: Option<String>,
+    /// The labels that escaped, or the origins, or what the refusal is about (a labelset).
+    pub labels: Option<Vec<u8>>,
+    /// The scope the record is read in (an analyst sees it when its entered scope reaches
+    /// it): the run's, or the share's or crossing's target; `*` when none is known.
+    pub scope: Option<Vec<u8>>,
+}
+
+/// What the running triggers know, innermost last.
+static ABOUT: BackendLocal<Vec<About>> = BackendLocal::new(Vec::new());
+
+/// Run a trigger's (or an owner-writing function's) body, and record its refusal if it
+/// refuses: see the module.
+pub fn guarded(kind: &str, body: impl FnOnce() -> Result<Datum>) -> Result<Datum> {
+    ABOUT.with(|a| {
+        a.push(About {
+            kind: kind.to_string(),
+            ..About::default()
+        })
+    });
+    let out = body();
+    let about = ABOUT.with(|a| a.pop()).unwrap_or_default();
+    if let Err(e) = &out {
+        let d = e.data();
+        if d.refusal && !d.nested && &d.sqlstate[..2] != b"40" {
+            record(e, about);
+        }
+    }
+    out
+}
+
+/// Tell the innermost running trigger's record what it knows.
+pub fn about(f: impl FnOnce(&mut About)) {
+    ABOUT.with(|a| {
+        if let Some(last) = a.last_mut() {
+            f(last);
+        }
+    });
+}
+
+/// One record, as it travels to the worker (JSON).
+fn record_of(e: &Error, about: &About, at: i64) -> Value {
+    let d = e.data();
+    // SAFETY: reads of the backend's transaction state and identity.
+    let (xid, pid, session) = unsafe {
+        let x = pg_sys::GetTopFullTransactionIdIfAny().value;
+        (
+            (x != 0).then_some(x),
+            pg_sys::MyProcPid,
+            crate::pg::spi::role_name(pg_sys::GetSessionUserId()).unwrap_or_default(),
+        )
+    };
+    let scope_text = |s: &Option<Vec<u8>>| s.as_deref().map(pg_labels_core::scope::to_text);
+    json!({
+        "at": pg_labels_core::retention::utc_text_micros(at),
+        "last": pg_labels_core::retention::utc_text_micros(at),
+        "count": 1,
+        "kind": about.kind,
+        "run": about.run.map(|u| u.to_string()),
+        "run_scope": scope_text(&about.run_scope),
+        "scope": scope_text(&about.scope.clone().or_else(|| about.run_scope.clone())).unwrap_or_else(|| "*".into()),
+        "tool": about.tool,
+        "rule": d.constraint,
+        "sqlstate": pg_labels_core::sqlstate::text(&d.sqlstate),
+        "labels": about.labels.as_deref().map(first_labels),
+        "reason": crate::pg::error::capped(&d.message, 2000),
+        "detail": d.detail.as_deref().map(|t| crate::pg::error::capped(t, 2000).into_owned()),
+        "actor": crate::pg::spi::role_name(crate::pg::spi::acting_for()).unwrap_or_default(),
+        "session_actor": session,
+        "xid": xid.map(|x| x.to_string()),
+        "pid": pid,
+    })
+}
+
+/// How many labels a record keeps (a run carrying 100,000 would not fit its queue; the
+/// refusal's DETAIL says how many there were).
+const LABELS_KEPT: usize = 200;
+
+/// The first [`LABELS_KEPT`] labels of a labelset, as a labelset's text.
+fn first_labels(body: &[u8]) -> String {
+    let set = pg_labels_core::LabelSet::from_canonical(body);
+    let kept: Vec<String> = set.iter().take(LABELS_KEPT).map(|l| l.to_text()).collect();
+    format!("{{{}}}", kept.join(","))
+}
+
+/// Counted refusals of this backend (past the budget, or with the queue full): key, record
+/// (with its count and last time), in the order they came.
+#[derive(Default)]
+struct Held {
+    /// The second (of the clock, in microseconds / 1e6) the budget counts, and how many went
+    /// one by one in it.
+    second: i64,
+    sent: u32,
+    counted: Vec<(String, Value)>,
+    index: HashMap<String, usize>,
+}
+
+static HELD_SLOT: BackendLocal<Option<Held>> = BackendLocal::new(None);
+
+/// What this backend holds back.
+struct HeldAccess;
+static HELD: HeldAccess = HeldAccess;
+impl HeldAccess {
+    fn with<R>(&self, f: impl FnOnce(&mut Held) -> R) -> R {
+        HELD_SLOT.with(|h| f(h.get_or_insert_with(Held::default)))
+    }
+}
+
+/// A run's scope, for the record of a refusal made before the trigger read the run.
+static RUN_SCOPE: SavedPlan = SavedPlan::new(c"SELECT scope FROM pg_labels.runs WHERE id = $1");
+
+fn run_scope(run: &Uuid) -> Option<Vec<u8>> {
+    let owner = crate::platform::catalog::platform_owner().ok()?;
+    crate::pg::spi::as_owner(owner, || {
+        with_spi(|spi| {
+            let rows = RUN_SCOPE.execute(spi, &[pg_sys::UUIDOID], &[Some(run.datum())], true, 1)?;
+            Ok(rows
+                .get::<crate::types::datum::ScopeBuf>(0, 1)?
+                .map(|s| s.0))
+        })
+    })
+    .ok()
+    .flatten()
+}
+
+fn record(e: &Error, mut about: About) {
+    // SAFETY: reads the clock.
+    let at = unsafe { pg_sys::GetCurrentTimestamp() };
+    if about.run_scope.is_none() && about.kind != "run" && !crate::platform::catalog::on_shard() {
+        if let Some(run) = &about.run {
+            about.run_scope = run_scope(run);
+        }
+    }
+    let rec = record_of(e, &about, at);
+    if LOG_REFUSALS.get() {
+        // the fields of the record but its DETAIL, on one line
+        let mut line = rec.clone();
+        if let Some(o) = line.as_object_mut() {
+            o.remove("detail");
+            o.remove("last");
+            o.remove("count");
+        }
+        log_line(&format!("pg_labels: refused {line}"));
+    }
+    if crate::platform::catalog::on_shard() {
+        return;
+    }
+    let second = at.div_euclid(1_000_000);
+    let over = HELD.with(|h| {
+        if h.second != second {
+            h.second = second;
+            h.sent = 0;
+        }
+        h.sent += 1;
+        h.sent > BUDGET
+    });
+    if over {
+        hold(rec);
+        return;
+    }
+    flush();
+    match send(&rec) {
+        Ok(Sent::Queued) => {}
+        Ok(Sent::QueuedWithoutWorker) => {}
+        Ok(Sent::Full) => hold(rec),
+        Err(why) => warning(&format!(
+            "pg_labels: the refusal \"{}\" could not be recorded: {}",
+            e.data().message,
+            why.data().message
+        )),
+    }
+}
+
+/// Count a record with the others of its kind this backend holds back.
+fn hold(rec: Value) {
+    let key = ["actor", "run", "kind", "tool", "rule", "sqlstate"]
+        .iter()
+        .map(|k| rec[k].to_string())
+        .collect::<Vec<_>>()
+        .join("|");
+    HELD.with(|h| match h.index.get(&key) {
+        Some(&i) => {
+            let kept = &mut h.counted[i].1;
+            kept["count"] = json!(kept["count"].as_i64().unwrap_or(1) + 1);
+            kept["last"] = rec["at"].clone();
+        }
+        None => {
+            h.index.insert(key.clone(), h.counted.len());
+            h.counted.push((key, rec));
+        }
+    });
+}
+
+/// Hand over what this backend held back (one record per kind, with its count): when its
+/// second is over, at the end of a transaction and before the backend exits.
+pub fn flush() {
+    let counted = HELD.with(|h| {
+        // SAFETY: reads the clock.
+        let second = unsafe { pg_sys::GetCurrentTimestamp() }.div_euclid(1_000_000);
+        if h.counted.is_empty() || (h.second == second && h.sent > BUDGET) {
+            return Vec::new();
+        }
+        h.index.clear();
+        std::mem::take(&mut h.counted)
+    });
+    for (i, (_, rec)) in counted.iter().enumerate() {
+        match send(rec) {
+            Ok(Sent::Full) => {
+                // the rest goes back, to the next try
+                for (_, r) in &counted[i..] {
+                    hold(r.clone());
+                }
+                return;
+            }
+            Ok(_) => {}
+            Err(why) => warning(&format!(
+                "pg_labels: {} counted refusals could not be recorded: {}",
+                rec["count"],
+                why.data().message
+            )),
+        }
+    }
+}
+
+/// Everything this backend held back, into the queue (before it exits, or when asked
+/// whether its refusals are recorded): `true` while some is still held (the ring full).
+fn flush_all() -> bool {
+    HELD.with(|h| h.second = 0);
+    flush();
+    HELD.with(|h| !h.counted.is_empty())
+}
+
+const WORKER: Worker = Worker {
+    library: "$libdir/pg_labels",
+    function: "pgl_refusal_worker",
+    name: "pg_labels refusal recorder",
+};
+
+fn send(rec: &Value) -> Result<Sent> {
+    channel::send(
+        rec.to_string().as_bytes(),
+        crate::platform::catalog::platform_owner,
+        WORKER,
+        flush_all,
+    )
+}
+
+crate::sql_function! {
+    /// `pg_labels.refusals_recorded(timeout interval DEFAULT '10 seconds') → boolean`: true once
+    /// every refusal this session made has been written to `pg_labels.refused_writes` (those
+    /// counted together included), false if that did not happen within the timeout.
+    fn pgl_refusals_recorded(call) {
+        let timeout_ms = if call.is_null(0) {
+            10_000
+        } else {
+            interval_ms(call.datum(0))
+        };
+        flush_all();
+        let drained = channel::drained(timeout_ms.clamp(0, 3_600_000));
+        // (what the ring had no room for went in as the worker made room)
+        crate::pg::fmgr::ret_bool(drained && !flush_all() && channel::drained(timeout_ms.clamp(0, 3_600_000)))
+    }
+}
+
+/// An `interval` argument in milliseconds (months as 30 days).
+fn interval_ms(d: Datum) -> i64 {
+    // SAFETY: the argument is an interval (the function is declared so): a pointer to it.
+    let i = unsafe { &*(d.cast_mut_ptr::<pg_sys::Interval>()) };
+    i.time / 1000 + (i.day as i64 + i.month as i64 * 30) * 86_400_000
+}
+
+/// Called from `_PG_init`.
+pub fn init() {
+    GucRegistry::define_bool_guc(
+        c"pg_labels.log_refusals",
+        c"Write one LOG line for every refusal of pg_labels' rules and checks.",
+        c"Set in the server's configuration; the refusals are recorded in pg_labels.refused_writes whatever it says.",
+        &LOG_REFUSALS,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    // SAFETY: registers a callback that lives as long as the library.
+    unsafe { pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut()) };
+}
+
+unsafe extern "C-unwind" fn xact_callback(
+    event: pg_sys::XactEvent::Type,
+    _arg: *mut std::ffi::c_void,
+) {
+    if matches!(
+        event,
+        pg_sys::XactEvent::XACT_EVENT_COMMIT | pg_sys::XactEvent::XACT_EVENT_ABORT
+    ) {
+        ABOUT.with(|a| a.clear());
+        crate::pg::spi::forget_callers();
+        // (the transaction is over: no catalog may be read, so only into a queue that exists)
+        if channel::exists() {
+            if HELD.with(|h| !h.counted.is_empty()) {
+                flush();
+            }
+            channel::nudge();
+        }
+    }
+}
+
+/// Writes a batch of records (the worker's transaction is open).
+fn write(spi: &crate::pg::spi::Spi, namespace: &str, batch: &[Vec<u8>]) -> Result<u64> {
+    let records: Vec<Value> = batch
+        .iter()
+        .filter_map(|r| serde_json::from_slice(r).ok())
+        .collect();
+    let array = crate::pg::datum::text_datum(&Value::Array(records).to_string())?;
+    let sql = Sql::new(
+        "INSERT INTO pg_labels.refused_writes
+             (refused_at, last_at, count, kind, run_id, run_scope, carried_scope, tool, rule, sqlstate,
+              labels, reason, detail, actor, session_actor, xid, backend_pid)
+         SELECT r.at::timestamptz, r.last::timestamptz, r.count, r.kind, r.run, r.run_scope::",
+    )
+    .ident(namespace)
+    .push(".scope, r.scope::")
+    .ident(namespace)
+    .push(".scope, r.tool, r.rule, r.sqlstate, r.labels::")
+    .ident(namespace)
+    .push(
+        ".labelset, r.reason, r.detail, r.actor, r.session_actor, r.xid::xid8, r.pid
+           FROM pg_catalog.jsonb_to_recordset($1::pg_catalog.jsonb)
+             AS r (at text, last text, count bigint, kind text, run uuid, run_scope text, scope text,
+                   tool text, rule text, sqlstate text, labels text, reason text, detail text,
+                   actor text, session_actor text, xid text, pid int)",
+    );
+    Ok(run_with(spi, &sql, &[pg_sys::TEXTOID], &[Some(array)], false)?.len())
+}
+
+/// The extension's own schema (the types' names are qualified with it).
+static EXTENSION_SCHEMA: SavedPlan = SavedPlan::new(
+    c"SELECT n.nspname::text FROM pg_catalog.pg_extension e
+        JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+       WHERE e.extname = 'pg_labels'",
+);
+
+/// One transaction of the worker: `Err` rolls it back.
+fn in_transaction(f: impl FnOnce() -> Result<u64>) -> Result<u64> {
+    // SAFETY: the worker's own transactions, one at a time, begun and ended here; an error
+    // inside comes back as Err (caught whole) and the transaction is then aborted.
+    unsafe {
+        pg_sys::SetCurrentStatementStartTimestamp();
+        pg_sys::StartTransactionCommand();
+        pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
+    }
+    let out = f();
+    // SAFETY: as above.
+    unsafe {
+        match &out {
+            Ok(_) => {
+                pg_sys::PopActiveSnapshot();
+                pg_sys::CommitTransactionCommand();
+            }
+            Err(_) => pg_sys::AbortCurrentTransaction(),
+        }
+    }
+    out
+}
+
+/// The background worker that records refusals: attaches to a backend's queue, connects to
+/// its database as the tables' owner, and writes what it finds, a batch per transaction, until
+/// the queue stays empty for half a second.
+///
+/// # Safety
+/// Called by PostgreSQL as a background worker's main function, with the handle of a queue's
+/// segment as its argument.
+#[pgrx::pg_guard]
+#[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn pgl_refusal_worker(arg: pg_sys::Datum) {
+    use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGTERM);
+    let Some(queue) = channel::Consumer::attach(arg.value() as u32) else {
+        return;
+    };
+    BackgroundWorker::connect_worker_to_spi_by_oid(Some(queue.database()), Some(queue.role()));
+    let namespace = in_transaction(|| {
+        with_spi(|spi| {
+            let ns = EXTENSION_SCHEMA
+                .execute(spi, &[], &[], true, 1)?
+                .get::<String>(0, 1)?;
+            NAMESPACE.with(|n| *n = ns);
+            Ok(0)
+        })
+    });
+    if let Err(e) = namespace {
+        warning(&format!(
+            "pg_labels: the refusal recorder cannot start: {}",
+            e.data().message
+        ));
+        queue.abandon();
+        return;
+    }
+    let Some(namespace) = NAMESPACE.with(|n| n.clone()) else {
+        queue.abandon();
+        return;
+    };
+    let mut idle = 0;
+    loop {
+        let (batch, to) = queue.peek(256);
+        if !batch.is_empty() {
+            if let Err(e) = in_transaction(|| with_spi(|spi| write(spi, &namespace, &batch))) {
+                // not written: the LOG lines have them; said once, and the queue goes on
+                warning(&format!(
+                    "pg_labels: {} refusals could not be recorded in pg_labels.refused_writes: {}",
+                    batch.len(),
+                    e.data().message
+                ));
+            }
+            queue.done(to);
+            idle = 0;
+            continue;
+        }
+        if BackgroundWorker::sigterm_received() {
+            queue.abandon();
+            return;
+        }
+        if !BackgroundWorker::wait_latch(Some(std::time::Duration::from_millis(100))) {
+            queue.abandon();
+            return;
+        }
+        idle += 1;
+        if idle >= 5 {
+            if queue.leave() {
+                return;
+            }
+            idle = 0;
+        }
+    }
+}
+
+static NAMESPACE: BackendLocal<Option<String>> = BackendLocal::new(None);
