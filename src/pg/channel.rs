@@ -348,10 +348,22 @@ unsafe extern "C-unwind" fn on_exit(_code: i32, _arg: pg_sys::Datum) {
         }
         if h.worker.load(SeqCst) == IDLE {
             if pending {
-                crate::pg::error::log_server_only(&format!(
-                    "pg_labels: {} bytes of records could not be written: no background worker was free (max_worker_processes)",
-                    h.write.load(SeqCst) - h.read.load(SeqCst)
-                ));
+                // each record that will not be written, named in the server log
+                let mut at = h.read.load(SeqCst);
+                let write = h.write.load(SeqCst);
+                let byte = |i: u64| -> u8 {
+                    // SAFETY: i % RING is inside the ring of this backend's mapping.
+                    unsafe { *p.ring.add((i % RING) as usize) }
+                };
+                while at + 4 <= write {
+                    let len = u32::from_le_bytes([byte(at), byte(at + 1), byte(at + 2), byte(at + 3)]) as u64;
+                    let record: Vec<u8> = (at + 4..(at + 4 + len).min(write)).map(byte).collect();
+                    crate::pg::error::warning(&format!(
+                        "pg_labels: not recorded (no background worker was free: max_worker_processes): {}",
+                        String::from_utf8_lossy(&record)
+                    ));
+                    at += 4 + len;
+                }
             }
             unpin(h, p.handle);
         }
