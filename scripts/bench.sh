@@ -16,6 +16,10 @@
 #                               and without the trail's hash chain
 #   scripts/bench.sh citus      step inserts through a Citus coordinator and two workers next
 #                               to one node (not part of "all")
+#   scripts/bench.sh flood      a flood of refusals against other roles' allowed writes, this
+#                               tree against release 0.2.0 (which records nothing), each built
+#                               into its own PostgreSQL 16 (bench/flood.sh; FLOOD_ROUNDS,
+#                               FLOOD_SECONDS; not part of "all": ~20 minutes with the builds)
 #   scripts/bench.sh purge      removing a month of a 10M-step trail: purge() against DELETE
 #                               (PURGE_STEPS=n for another size; not part of "all": ~10 minutes)
 #   scripts/bench.sh scale      the trail at scale (issue 18): a trail of SCALE_STEPS steps
@@ -30,6 +34,12 @@
 #                               almost nothing (not part of "all")
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 what=${1:-all}
+
+# (its own servers and builds: none of the cluster below)
+if [ "$what" = flood ]; then
+    setup
+    ROOT=$ROOT exec "$ROOT/bench/flood.sh"
+fi
 
 setup
 install_extension release

@@ -13,9 +13,9 @@
 //!   not a serialization failure (`40001`, to be retried). A gate decision is not a refusal:
 //!   it is a row of the trail.
 //! - A flood does not flood: past [`BUDGET`] records in a second, a backend's refusals are
-//!   counted per (role, run, kind, tool, rule) and written as one record with its count when
-//!   the second is over (or the transaction, or the session), never dropped. So are those
-//!   that find the queue full.
+//!   counted per (role, run, kind, tool, rule) and written as one record, and one `LOG` line,
+//!   with its count when the second is over (or the transaction, or the session), never
+//!   dropped. So are those that find the queue full (their lines written already).
 //! - On a Citus shard the refusal is in the `LOG` line of the node that decided only.
 
 use crate::pg::channel::{self, Sent, Worker};
@@ -28,7 +28,7 @@ use pgrx::pg_sys::{self, Datum};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
-/// `pg_labels.log_refusals`: one `LOG` line per refusal (on by default). Set in the server's
+/// `pg_labels.log_refusals`: one `LOG` line per record (on by default). Set in the server's
 /// configuration only (`PGC_SIGHUP`): a session cannot turn it off, nor a placeholder made
 /// before the library loads.
 pub static LOG_REFUSALS: GucSetting<bool> = GucSetting::<bool>::new(true);
@@ -129,16 +129,57 @@ fn first_labels(body: &[u8]) -> String {
     format!("{{{}}}", kept.join(","))
 }
 
-/// Counted refusals of this backend (past the budget, or with the queue full): key, record
-/// (with its count and last time), in the order they came.
+/// What makes refusals alike, to be counted in one record past the budget: who (the role
+/// acting, the session's), the run, what was refused, the tool, the rule and SQLSTATE.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key {
+    actor: pg_sys::Oid,
+    session: pg_sys::Oid,
+    run: Option<[u8; 16]>,
+    kind: String,
+    tool: Option<String>,
+    rule: Option<String>,
+    sqlstate: crate::pg::error::SqlState,
+}
+
+impl Key {
+    fn of(e: &Error, about: &About) -> Key {
+        let d = e.data();
+        Key {
+            actor: crate::pg::spi::acting_for(),
+            // SAFETY: reads the backend's identity.
+            session: unsafe { pg_sys::GetSessionUserId() },
+            run: about.run.as_ref().map(|u| u.0),
+            kind: about.kind.clone(),
+            tool: about.tool.clone(),
+            rule: d.constraint.clone(),
+            sqlstate: d.sqlstate,
+        }
+    }
+}
+
+/// A record held back and the refusals it counts.
+struct Counted {
+    key: Key,
+    /// The first refusal's record.
+    rec: Value,
+    count: i64,
+    /// How many of them had no `LOG` line yet (one held because the queue was full had its own).
+    unlogged: i64,
+    /// The last one's time.
+    last: i64,
+}
+
+/// Counted refusals of this backend (past the budget, or with the queue full), in the order
+/// they came.
 #[derive(Default)]
 struct Held {
     /// The second (of the clock, in microseconds / 1e6) the budget counts, and how many went
     /// one by one in it.
     second: i64,
     sent: u32,
-    counted: Vec<(String, Value)>,
-    index: HashMap<String, usize>,
+    counted: Vec<Counted>,
+    index: HashMap<Key, usize>,
 }
 
 static HELD_SLOT: BackendLocal<Option<Held>> = BackendLocal::new(None);
@@ -169,26 +210,30 @@ fn run_scope(run: &Uuid) -> Option<Vec<u8>> {
     .flatten()
 }
 
+/// The `LOG` line of a record (its fields but the DETAIL, on one line), counting `count`
+/// refusals.
+fn log_record(rec: &Value, count: i64) {
+    if !LOG_REFUSALS.get() {
+        return;
+    }
+    let mut line = rec.clone();
+    if let Some(o) = line.as_object_mut() {
+        o.remove("detail");
+        if count == 1 {
+            o.remove("last");
+            o.remove("count");
+        } else {
+            o.insert("count".into(), json!(count));
+        }
+    }
+    log_line(&format!("pg_labels: refused {line}"));
+}
+
 fn record(e: &Error, mut about: About) {
     // SAFETY: reads the clock.
     let at = unsafe { pg_sys::GetCurrentTimestamp() };
-    if about.run_scope.is_none() && about.kind != "run" && !crate::platform::catalog::on_shard() {
-        if let Some(run) = &about.run {
-            about.run_scope = run_scope(run);
-        }
-    }
-    let rec = record_of(e, &about, at);
-    if LOG_REFUSALS.get() {
-        // the fields of the record but its DETAIL, on one line
-        let mut line = rec.clone();
-        if let Some(o) = line.as_object_mut() {
-            o.remove("detail");
-            o.remove("last");
-            o.remove("count");
-        }
-        log_line(&format!("pg_labels: refused {line}"));
-    }
     if crate::platform::catalog::on_shard() {
+        log_record(&record_of(e, &about, at), 1);
         return;
     }
     let second = at.div_euclid(1_000_000);
@@ -201,14 +246,34 @@ fn record(e: &Error, mut about: About) {
         h.sent > BUDGET
     });
     if over {
-        hold(rec);
+        // counted with the others alike: one record and one LOG line for them all, when
+        // their second is over (a flood costs a count, not a record or a line, each)
+        let key = Key::of(e, &about);
+        let counted = HELD.with(|h| match h.index.get(&key) {
+            Some(&i) => {
+                let c = &mut h.counted[i];
+                c.count += 1;
+                c.unlogged += 1;
+                c.last = at;
+                true
+            }
+            None => false,
+        });
+        if !counted {
+            fill_run_scope(&mut about);
+            let rec = record_of(e, &about, at);
+            hold(key, rec, at, 1);
+        }
         return;
     }
+    fill_run_scope(&mut about);
+    let rec = record_of(e, &about, at);
+    log_record(&rec, 1);
     flush();
     match send(&rec) {
         Ok(Sent::Queued) => {}
         Ok(Sent::QueuedWithoutWorker) => {}
-        Ok(Sent::Full) => hold(rec),
+        Ok(Sent::Full) => hold(Key::of(e, &about), rec, at, 0),
         Err(why) => warning(&format!(
             "pg_labels: the refusal \"{}\" could not be recorded: {}",
             e.data().message,
@@ -217,28 +282,41 @@ fn record(e: &Error, mut about: About) {
     }
 }
 
-/// Count a record with the others of its kind this backend holds back.
-fn hold(rec: Value) {
-    let key = ["actor", "run", "kind", "tool", "rule", "sqlstate"]
-        .iter()
-        .map(|k| rec[k].to_string())
-        .collect::<Vec<_>>()
-        .join("|");
+/// The run's scope, when the trigger refused before it read the run.
+fn fill_run_scope(about: &mut About) {
+    if about.run_scope.is_none() && about.kind != "run" {
+        if let Some(run) = &about.run {
+            about.run_scope = run_scope(run);
+        }
+    }
+}
+
+/// Count a record with the others of its kind this backend holds back (`unlogged` of it
+/// without a `LOG` line yet).
+fn hold(key: Key, rec: Value, at: i64, unlogged: i64) {
     HELD.with(|h| match h.index.get(&key) {
         Some(&i) => {
-            let kept = &mut h.counted[i].1;
-            kept["count"] = json!(kept["count"].as_i64().unwrap_or(1) + 1);
-            kept["last"] = rec["at"].clone();
+            let c = &mut h.counted[i];
+            c.count += 1;
+            c.unlogged += unlogged;
+            c.last = at;
         }
         None => {
             h.index.insert(key.clone(), h.counted.len());
-            h.counted.push((key, rec));
+            h.counted.push(Counted {
+                key,
+                rec,
+                count: 1,
+                unlogged,
+                last: at,
+            });
         }
     });
 }
 
-/// Hand over what this backend held back (one record per kind, with its count): when its
-/// second is over, at the end of a transaction and before the backend exits.
+/// Hand over what this backend held back (one record per kind, with its count, and a `LOG`
+/// line for those that had none): when its second is over, at the end of a transaction and
+/// before the backend exits.
 pub fn flush() {
     let counted = HELD.with(|h| {
         // SAFETY: reads the clock.
@@ -249,19 +327,29 @@ pub fn flush() {
         h.index.clear();
         std::mem::take(&mut h.counted)
     });
-    for (i, (_, rec)) in counted.iter().enumerate() {
-        match send(rec) {
+    let mut rest = counted.into_iter();
+    while let Some(mut c) = rest.next() {
+        c.rec["count"] = json!(c.count);
+        c.rec["last"] = json!(pg_labels_core::retention::utc_text_micros(c.last));
+        if c.unlogged > 0 {
+            log_record(&c.rec, c.unlogged);
+            c.unlogged = 0;
+        }
+        match send(&c.rec) {
             Ok(Sent::Full) => {
-                // the rest goes back, to the next try
-                for (_, r) in &counted[i..] {
-                    hold(r.clone());
-                }
+                // this and the rest go back, to the next try
+                HELD.with(|h| {
+                    for c in std::iter::once(c).chain(rest) {
+                        h.index.insert(c.key.clone(), h.counted.len());
+                        h.counted.push(c);
+                    }
+                });
                 return;
             }
             Ok(_) => {}
             Err(why) => warning(&format!(
                 "pg_labels: {} counted refusals could not be recorded: {}",
-                rec["count"],
+                c.count,
                 why.data().message
             )),
         }
@@ -319,7 +407,7 @@ fn interval_ms(d: Datum) -> i64 {
 pub fn init() {
     GucRegistry::define_bool_guc(
         c"pg_labels.log_refusals",
-        c"Write one LOG line for every refusal of pg_labels' rules and checks.",
+        c"Write one LOG line for every refusal of pg_labels' rules and checks (past the budget, for refusals counted together).",
         c"Set in the server's configuration; the refusals are recorded in pg_labels.refused_writes whatever it says.",
         &LOG_REFUSALS,
         GucContext::Sighup,

@@ -100,6 +100,9 @@ flood_setup=(-c "CREATE EXTENSION pg_labels" -c "CREATE ROLE stress_platform"
         END \$\$")
 "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "DROP ROLE IF EXISTS stress_platform" -c "CREATE DATABASE $DB"
 "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d $DB "${flood_setup[@]}" >/dev/null
+# (the server's log, where scripts/lib.sh starts it: each refusal is counted in one LOG line)
+server_log=${SERVER_LOG:-${PGHOST:-}/server.log}
+log_from=$(stat -c %s "$server_log" 2>/dev/null || echo -1)
 "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d $DB -c "SET ROLE stress_platform" -c "SELECT try_pay(10000)" >/dev/null
 echo "SET ROLE stress_platform; SELECT try_pay(50);" >"$here/.flood.sql"
 bench=$("$PGBIN/pgbench" -n -c 4 -j 2 -T "${FLOOD_SECONDS:-30}" -f "$here/.flood.sql" $DB 2>&1) || { echo "$bench" >&2; rm -f "$here/.flood.sql"; exit 1; }
@@ -130,4 +133,32 @@ if [ "${made:-0}" -lt 10000 ] || [ "$made" != "$recorded" ] || [ "$through" != 0
     echo "concurrency: FAILED (the flood: $made refusals made, $recorded recorded, $through calls through)" >&2
     exit 1
 fi
-echo "concurrency: flood ok ($made refusals, all recorded in $(field records) records, none through)"
+logged=$(field records)
+if [ "$log_from" -ge 0 ]; then
+    # the LOG lines of the flood's refusals: one each within the budget, one per counted record past it
+    logged=$(python3 - "$server_log" "$log_from" <<'PY'
+import json, sys
+lines = counted = 0
+with open(sys.argv[1], "rb") as f:
+    f.seek(int(sys.argv[2]))
+    for raw in f:
+        text = raw.decode("utf-8", "replace")
+        at = text.find("pg_labels: refused {")
+        if at < 0:
+            continue
+        rec = json.loads(text[at + len("pg_labels: refused "):])
+        if rec.get("actor") == "stress_platform" and rec.get("tool") == "flood.pay":
+            lines += 1
+            counted += rec.get("count", 1)
+print(f"{counted} {lines}")
+PY
+)
+    if [ "${logged% *}" != "$made" ]; then
+        echo "concurrency: FAILED (the flood: $made refusals made, ${logged% *} counted in the server log's LOG lines)" >&2
+        exit 1
+    fi
+    logged="$(field records) records, and in ${logged#* } LOG lines"
+else
+    logged="$logged records (the server log not found: its lines not counted)"
+fi
+echo "concurrency: flood ok ($made refusals, all recorded in $logged, none through)"
