@@ -53,6 +53,7 @@ SET ROLE demo_platform;
 \set VERBOSITY verbose
 INSERT INTO pg_labels.steps (run_id, kind, tool, args) VALUES (:'support_run', 'tool_called', 'kb.search', '{"q": "refund over 500"}');
 \set VERBOSITY default
+SELECT pg_labels.refusals_recorded() AS "refused, and on the record";
 
 \echo '== Provenance: which crossing let what through'
 SELECT st.kind, st.tool, st.decision, st.rule, st.crossing_ids, c.reason AS "crossing reason", c.revoked_at IS NOT NULL AS "now revoked"

@@ -298,6 +298,14 @@ pub unsafe fn raise(e: Error) -> ! {
     }
 }
 
+/// Run `f`, with a PostgreSQL ERROR raised inside it (or a panic) made an `Err` as at a
+/// function's boundary ([`from_panic`]): for what must go on after a failure (a callback at
+/// the end of a transaction or of the process, a record's queue made while a refusal is being
+/// raised).
+pub fn catch<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| Err(from_panic(p)))
+}
+
 /// The error a panic caught at a function's boundary becomes. A PostgreSQL ERROR raised inside
 /// a call pgrx guards arrives as a panic carrying it (as does pgrx's own `ereport`): it keeps
 /// its SQLSTATE, message, DETAIL and HINT, and nothing else (pgrx would add a Rust backtrace to

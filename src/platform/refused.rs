@@ -118,14 +118,26 @@ fn record_of(e: &Error, about: &About, at: i64) -> Value {
     })
 }
 
-/// How many labels a record keeps (a run carrying 100,000 would not fit its queue; the
-/// refusal's DETAIL says how many there were).
+/// How many labels a record keeps, and how many bytes of their text at most (a run carrying
+/// 100,000 would not fit its queue, nor 200 labels of a kilobyte each; the refusal's DETAIL
+/// says how many there were).
 const LABELS_KEPT: usize = 200;
+const LABELS_BYTES: usize = 4096;
 
-/// The first [`LABELS_KEPT`] labels of a labelset, as a labelset's text.
+/// The first labels of a labelset (at most [`LABELS_KEPT`], [`LABELS_BYTES`]), as a
+/// labelset's text.
 fn first_labels(body: &[u8]) -> String {
     let set = pg_labels_core::LabelSet::from_canonical(body);
-    let kept: Vec<String> = set.iter().take(LABELS_KEPT).map(|l| l.to_text()).collect();
+    let mut kept: Vec<String> = Vec::new();
+    let mut bytes = 0;
+    for l in set.iter().take(LABELS_KEPT) {
+        let t = l.to_text();
+        bytes += t.len() + 1;
+        if bytes > LABELS_BYTES {
+            break;
+        }
+        kept.push(t);
+    }
     format!("{{{}}}", kept.join(","))
 }
 
@@ -180,6 +192,9 @@ struct Held {
     sent: u32,
     counted: Vec<Counted>,
     index: HashMap<Key, usize>,
+    /// The queue's counters this backend counts into in this second, and whose each is.
+    counters: HashMap<Key, usize>,
+    counter_key: [Option<Key>; channel::COUNTERS],
 }
 
 static HELD_SLOT: BackendLocal<Option<Held>> = BackendLocal::new(None);
@@ -241,35 +256,21 @@ fn record(e: &Error, mut about: About) {
         if h.second != second {
             h.second = second;
             h.sent = 0;
+            // (the last second's counters are the worker's to close)
+            h.counters.clear();
+            h.counter_key = Default::default();
         }
         h.sent += 1;
         h.sent > BUDGET
     });
     if over {
-        // counted with the others alike: one record and one LOG line for them all, when
-        // their second is over (a flood costs a count, not a record or a line, each)
-        let key = Key::of(e, &about);
-        let counted = HELD.with(|h| match h.index.get(&key) {
-            Some(&i) => {
-                let c = &mut h.counted[i];
-                c.count += 1;
-                c.unlogged += 1;
-                c.last = at;
-                true
-            }
-            None => false,
-        });
-        if !counted {
-            fill_run_scope(&mut about);
-            let rec = record_of(e, &about, at);
-            hold(key, rec, at, 1);
-        }
+        count(e, about, at);
         return;
     }
     fill_run_scope(&mut about);
     let rec = record_of(e, &about, at);
     log_record(&rec, 1);
-    flush();
+    flush(false);
     match send(&rec) {
         Ok(Sent::Queued) => {}
         Ok(Sent::QueuedWithoutWorker) => {}
@@ -279,6 +280,53 @@ fn record(e: &Error, mut about: About) {
             e.data().message,
             why.data().message
         )),
+    }
+}
+
+/// Past the budget: counted with the others alike in this second, in a counter of the queue
+/// (the worker writes it, with its `LOG` line, once the second is over, whatever this backend
+/// does next), or, with every counter in use, held here (written at the end of the
+/// transaction). A flood costs a count each, not a record or a line.
+fn count(e: &Error, mut about: About, at: i64) {
+    let key = Key::of(e, &about);
+    if let Some(i) = HELD.with(|h| h.counters.get(&key).copied()) {
+        if channel::count(i, at) {
+            return;
+        }
+        HELD.with(|h| h.counters.remove(&key));
+    }
+    let held = HELD.with(|h| match h.index.get(&key) {
+        Some(&i) => {
+            let c = &mut h.counted[i];
+            c.count += 1;
+            c.unlogged += 1;
+            c.last = at;
+            true
+        }
+        None => false,
+    });
+    if held {
+        return;
+    }
+    fill_run_scope(&mut about);
+    let rec = record_of(e, &about, at);
+    let opened = channel::open_counter(
+        rec.to_string().as_bytes(),
+        at,
+        crate::platform::catalog::platform_owner,
+        WORKER,
+        before_exit,
+    );
+    match opened {
+        Ok(Some(i)) => HELD.with(|h| {
+            if let Some(old) = h.counter_key[i].take() {
+                h.counters.remove(&old);
+            }
+            h.counters.insert(key.clone(), i);
+            h.counter_key[i] = Some(key);
+        }),
+        // (said when it is handed over, if the queue cannot be made then either)
+        Ok(None) | Err(_) => hold(key, rec, at, 1),
     }
 }
 
@@ -315,13 +363,13 @@ fn hold(key: Key, rec: Value, at: i64, unlogged: i64) {
 }
 
 /// Hand over what this backend held back (one record per kind, with its count, and a `LOG`
-/// line for those that had none): when its second is over, at the end of a transaction and
-/// before the backend exits.
-pub fn flush() {
+/// line for those that had none): when its second is over, and (`all`) at the end of a
+/// transaction and before the backend exits.
+pub fn flush(all: bool) {
     let counted = HELD.with(|h| {
         // SAFETY: reads the clock.
         let second = unsafe { pg_sys::GetCurrentTimestamp() }.div_euclid(1_000_000);
-        if h.counted.is_empty() || (h.second == second && h.sent > BUDGET) {
+        if h.counted.is_empty() || (!all && h.second == second && h.sent > BUDGET) {
             return Vec::new();
         }
         h.index.clear();
@@ -356,12 +404,30 @@ pub fn flush() {
     }
 }
 
-/// Everything this backend held back, into the queue (before it exits, or when asked
-/// whether its refusals are recorded): `true` while some is still held (the ring full).
+/// Everything this backend held back, into the queue (when asked whether its refusals are
+/// recorded, and before it exits): `true` while some is still held (the ring full).
 fn flush_all() -> bool {
-    HELD.with(|h| h.second = 0);
-    flush();
+    flush(true);
     HELD.with(|h| !h.counted.is_empty())
+}
+
+/// Before this backend exits ([`channel::BeforeExit`]): what it held back into the queue; the
+/// last time, what it still holds named in the server log.
+fn before_exit(last: bool) -> bool {
+    if !last {
+        return flush_all();
+    }
+    let counted = HELD.with(|h| {
+        h.index.clear();
+        std::mem::take(&mut h.counted)
+    });
+    for c in counted {
+        let mut rec = c.rec;
+        rec["count"] = json!(c.count);
+        rec["last"] = json!(pg_labels_core::retention::utc_text_micros(c.last));
+        warning(&format!("pg_labels: not recorded (the queue stayed full): {rec}"));
+    }
+    false
 }
 
 const WORKER: Worker = Worker {
@@ -375,7 +441,7 @@ fn send(rec: &Value) -> Result<Sent> {
         rec.to_string().as_bytes(),
         crate::platform::catalog::platform_owner,
         WORKER,
-        flush_all,
+        before_exit,
     )
 }
 
@@ -391,8 +457,14 @@ crate::sql_function! {
         };
         flush_all();
         let drained = channel::drained(timeout_ms.clamp(0, 3_600_000));
-        // (what the ring had no room for went in as the worker made room)
-        crate::pg::fmgr::ret_bool(drained && !flush_all() && channel::drained(timeout_ms.clamp(0, 3_600_000)))
+        // (what the ring had no room for went in as the worker made room); false when a
+        // record of this session could not be written (named in a WARNING)
+        crate::pg::fmgr::ret_bool(
+            drained
+                && !flush_all()
+                && channel::drained(timeout_ms.clamp(0, 3_600_000))
+                && channel::lost() == 0,
+        )
     }
 }
 
@@ -427,23 +499,41 @@ unsafe extern "C-unwind" fn xact_callback(
     ) {
         ABOUT.with(|a| a.clear());
         crate::pg::spi::forget_callers();
-        // (the transaction is over: no catalog may be read, so only into a queue that exists)
+        // (the transaction is over: no catalog may be read, so only into a queue that exists;
+        // a failure here is a WARNING, not an error at the end of a transaction)
         if channel::exists() {
-            if HELD.with(|h| !h.counted.is_empty()) {
-                flush();
+            let out = crate::pg::error::catch(|| {
+                if HELD.with(|h| !h.counted.is_empty()) {
+                    flush(true);
+                }
+                channel::nudge();
+                Ok(())
+            });
+            if let Err(e) = out {
+                warning(&format!(
+                    "pg_labels: refusals could not be handed over at the end of the transaction: {}",
+                    e.data().message
+                ));
             }
-            channel::nudge();
         }
     }
 }
 
-/// Writes a batch of records (the worker's transaction is open).
-fn write(spi: &crate::pg::spi::Spi, namespace: &str, batch: &[Vec<u8>]) -> Result<u64> {
-    let records: Vec<Value> = batch
-        .iter()
-        .filter_map(|r| serde_json::from_slice(r).ok())
-        .collect();
-    let array = crate::pg::datum::text_datum(&Value::Array(records).to_string())?;
+/// One record as the worker writes it: a counter's count and last time put in (and its `LOG`
+/// line written: no one wrote one for a counter).
+fn as_written(m: &channel::Message) -> Option<Value> {
+    let mut rec: Value = serde_json::from_slice(&m.bytes).ok()?;
+    if m.count > 0 {
+        rec["count"] = json!(m.count);
+        rec["last"] = json!(pg_labels_core::retention::utc_text_micros(m.last));
+        log_record(&rec, m.count as i64);
+    }
+    Some(rec)
+}
+
+/// Writes records (the worker's transaction is open).
+fn write(spi: &crate::pg::spi::Spi, namespace: &str, records: &[Value]) -> Result<u64> {
+    let array = crate::pg::datum::text_datum(&Value::Array(records.to_vec()).to_string())?;
     let sql = Sql::new(
         "INSERT INTO pg_labels.refused_writes
              (refused_at, last_at, count, kind, run_id, run_scope, carried_scope, tool, rule, sqlstate,
@@ -472,32 +562,42 @@ static EXTENSION_SCHEMA: SavedPlan = SavedPlan::new(
        WHERE e.extname = 'pg_labels'",
 );
 
-/// One transaction of the worker: `Err` rolls it back.
-fn in_transaction(f: impl FnOnce() -> Result<u64>) -> Result<u64> {
+/// One transaction of the worker, as `role` (the tables' owner): `Err` rolls it back.
+fn in_transaction(role: pg_sys::Oid, f: impl FnOnce() -> Result<u64>) -> Result<u64> {
     // SAFETY: the worker's own transactions, one at a time, begun and ended here; an error
-    // inside comes back as Err (caught whole) and the transaction is then aborted.
-    unsafe {
+    // inside comes back as Err (caught whole) and the transaction is then aborted, which also
+    // gives the worker its own user back.
+    let out = crate::pg::error::catch(|| unsafe {
         pg_sys::SetCurrentStatementStartTimestamp();
         pg_sys::StartTransactionCommand();
         pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
-    }
-    let out = f();
-    // SAFETY: as above.
-    unsafe {
-        match &out {
-            Ok(_) => {
-                pg_sys::PopActiveSnapshot();
-                pg_sys::CommitTransactionCommand();
-            }
-            Err(_) => pg_sys::AbortCurrentTransaction(),
+        let (mut user, mut context) = (pg_sys::Oid::INVALID, 0);
+        pg_sys::GetUserIdAndSecContext(&mut user, &mut context);
+        pg_sys::SetUserIdAndSecContext(
+            role,
+            context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32,
+        );
+        let out = f();
+        if out.is_ok() {
+            pg_sys::SetUserIdAndSecContext(user, context);
+            pg_sys::PopActiveSnapshot();
+            pg_sys::CommitTransactionCommand();
         }
+        out
+    });
+    if out.is_err() {
+        // SAFETY: as above; nothing of the transaction is used after.
+        unsafe { pg_sys::AbortCurrentTransaction() };
     }
     out
 }
 
 /// The background worker that records refusals: attaches to a backend's queue, connects to
-/// its database as the tables' owner, and writes what it finds, a batch per transaction, until
-/// the queue stays empty for half a second.
+/// its database (as the bootstrap superuser, so that an owner that cannot log in, or a
+/// database closed to connections, does not stop it) and writes what it finds as the tables'
+/// owner, a batch per transaction, until the queue stays empty for half a second. A batch
+/// that fails is written again one record at a time; a record that still fails is named in a
+/// `WARNING` (and its backend's `refusals_recorded()` says false).
 ///
 /// # Safety
 /// Called by PostgreSQL as a background worker's main function, with the handle of a queue's
@@ -510,8 +610,16 @@ pub unsafe extern "C-unwind" fn pgl_refusal_worker(arg: pg_sys::Datum) {
     let Some(queue) = channel::Consumer::attach(arg.value() as u32) else {
         return;
     };
-    BackgroundWorker::connect_worker_to_spi_by_oid(Some(queue.database()), Some(queue.role()));
-    let namespace = in_transaction(|| {
+    let role = queue.role();
+    // SAFETY: a background worker's connection, once, before any transaction.
+    unsafe {
+        pg_sys::BackgroundWorkerInitializeConnectionByOid(
+            queue.database(),
+            pg_sys::Oid::INVALID,
+            pg_sys::BGWORKER_BYPASS_ALLOWCONN,
+        )
+    };
+    let namespace = in_transaction(role, || {
         with_spi(|spi| {
             let ns = EXTENSION_SCHEMA
                 .execute(spi, &[], &[], true, 1)?
@@ -525,35 +633,54 @@ pub unsafe extern "C-unwind" fn pgl_refusal_worker(arg: pg_sys::Datum) {
             "pg_labels: the refusal recorder cannot start: {}",
             e.data().message
         ));
-        queue.abandon();
         return;
     }
     let Some(namespace) = NAMESPACE.with(|n| n.clone()) else {
-        queue.abandon();
         return;
+    };
+    let store = |records: &[(Value, &channel::Message)]| {
+        let values: Vec<Value> = records.iter().map(|(v, _)| v.clone()).collect();
+        if in_transaction(role, || with_spi(|spi| write(spi, &namespace, &values))).is_ok() {
+            return;
+        }
+        // one at a time, to lose none but what cannot be written
+        for (v, m) in records {
+            let one = std::slice::from_ref(v);
+            if let Err(e) = in_transaction(role, || with_spi(|spi| write(spi, &namespace, one))) {
+                channel::warn_lost(m, &e.data().message);
+                queue.lost(1);
+            }
+        }
     };
     let mut idle = 0;
     loop {
+        let mut busy = false;
         let (batch, to) = queue.peek(256);
         if !batch.is_empty() {
-            if let Err(e) = in_transaction(|| with_spi(|spi| write(spi, &namespace, &batch))) {
-                // not written: the LOG lines have them; said once, and the queue goes on
-                warning(&format!(
-                    "pg_labels: {} refusals could not be recorded in pg_labels.refused_writes: {}",
-                    batch.len(),
-                    e.data().message
-                ));
-            }
+            let records = readable(&queue, batch.iter());
+            store(&records);
             queue.done(to);
+            busy = true;
+        }
+        // SAFETY: reads the clock.
+        let second = unsafe { pg_sys::GetCurrentTimestamp() }.div_euclid(1_000_000);
+        let due = queue.due(second);
+        if !due.is_empty() {
+            let records = readable(&queue, due.iter().map(|(_, m)| m));
+            store(&records);
+            for (i, _) in &due {
+                queue.release(*i);
+            }
+            busy = true;
+        }
+        if busy {
             idle = 0;
             continue;
         }
         if BackgroundWorker::sigterm_received() {
-            queue.abandon();
             return;
         }
         if !BackgroundWorker::wait_latch(Some(std::time::Duration::from_millis(100))) {
-            queue.abandon();
             return;
         }
         idle += 1;
@@ -564,6 +691,25 @@ pub unsafe extern "C-unwind" fn pgl_refusal_worker(arg: pg_sys::Datum) {
             idle = 0;
         }
     }
+}
+
+/// The worker's messages as records to write (a message that is not a record, which no
+/// backend sends, is said in the server log too).
+fn readable<'a>(
+    queue: &channel::Consumer,
+    messages: impl Iterator<Item = &'a channel::Message>,
+) -> Vec<(Value, &'a channel::Message)> {
+    let mut out = Vec::new();
+    for m in messages {
+        match as_written(m) {
+            Some(v) => out.push((v, m)),
+            None => {
+                channel::warn_lost(m, "not a record");
+                queue.lost(1);
+            }
+        }
+    }
+    out
 }
 
 static NAMESPACE: BackendLocal<Option<String>> = BackendLocal::new(None);

@@ -139,6 +139,79 @@ SELECT pg_labels.refusals_recorded() AS recorded;
 SELECT sum(count) AS refusals, count(*) < 1000 AS fewer_records
   FROM pg_labels.refused_writes WHERE run_id = 'e3000000-0000-0000-0000-000000000009';
 
+-- 6b. counted refusals reach the record once their second is over, while the session that
+--     made them does nothing more (one transaction: the refusals, a wait, the record read)
+SET ROLE regress_rw_platform;
+BEGIN;
+DO $$
+BEGIN
+  FOR i IN 1..500 LOOP
+    BEGIN
+      INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('e3000000-0000-0000-0000-000000000002', 'tool_called', 'rw.refund');
+    EXCEPTION WHEN SQLSTATE '23L02' THEN NULL;
+    END;
+  END LOOP;
+END $$;
+SELECT pg_sleep(2.5);
+RESET ROLE;
+SELECT sum(count) AS refusals_written_meanwhile FROM pg_labels.refused_writes
+ WHERE run_id = 'e3000000-0000-0000-0000-000000000002' AND tool = 'rw.refund';
+COMMIT;
+
+-- 6c. asking whether its refusals are recorded does not lift a session's budget
+SET ROLE regress_rw_platform;
+DO $$
+BEGIN
+  FOR i IN 1..1000 LOOP
+    BEGIN
+      INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('e3000000-0000-0000-0000-000000000002', 'tool_called', 'rw.nothing');
+    EXCEPTION WHEN SQLSTATE '23L04' THEN PERFORM pg_labels.refusals_recorded('0');
+    END;
+  END LOOP;
+END $$;
+RESET ROLE;
+SELECT pg_labels.refusals_recorded() AS recorded;
+SELECT sum(count) AS refusals, count(*) <= 500 AS counted_past_the_budget FROM pg_labels.refused_writes
+ WHERE run_id = 'e3000000-0000-0000-0000-000000000002' AND tool = 'rw.nothing';
+
+-- 6d. the records are written where the tables' owner cannot log in and the database takes no
+--     connections (the worker connects as the bootstrap superuser, and writes as the owner)
+SELECT current_database() AS regress_db \gset
+CREATE ROLE regress_rw_keeper SUPERUSER NOLOGIN;
+CREATE DATABASE regress_rw_closed OWNER regress_rw_keeper;
+\c regress_rw_closed
+SET ROLE regress_rw_keeper;
+CREATE EXTENSION pg_labels;
+GRANT USAGE ON SCHEMA pg_labels TO regress_rw_platform;
+GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO regress_rw_platform;
+INSERT INTO pg_labels.tools (name, effect) VALUES ('rw.refund', 'financial'), ('rw.unwritable', 'financial');
+INSERT INTO pg_labels.runs (id, scope) VALUES ('e3000000-0000-0000-0000-0000000000c1', 'acme/platform');
+INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('e3000000-0000-0000-0000-0000000000c1', 'input', '{origin:webhook}');
+RESET ROLE;
+-- (what ALTER DATABASE regress_rw_closed ALLOW_CONNECTIONS false does from another database)
+UPDATE pg_database SET datallowconn = false WHERE datname = 'regress_rw_closed';
+SELECT datallowconn FROM pg_database WHERE datname = current_database();
+SELECT rolcanlogin AS owner_can_log_in FROM pg_roles r JOIN pg_class c ON c.relowner = r.oid
+ WHERE c.oid = 'pg_labels.steps'::regclass;
+SET ROLE regress_rw_platform;
+INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('e3000000-0000-0000-0000-0000000000c1', 'tool_called', 'rw.refund');
+RESET ROLE;
+SELECT pg_labels.refusals_recorded() AS recorded;
+SELECT kind, tool, rule, actor FROM pg_labels.refused_writes;
+
+-- 6e. a record the worker cannot write is named in a WARNING in the server log, and
+--     refusals_recorded() says so (false)
+ALTER TABLE pg_labels.refused_writes ADD CONSTRAINT regress_rw_unwritable CHECK (tool IS DISTINCT FROM 'rw.unwritable');
+SET ROLE regress_rw_platform;
+INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('e3000000-0000-0000-0000-0000000000c1', 'tool_called', 'rw.unwritable');
+INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('e3000000-0000-0000-0000-0000000000c1', 'tool_called', 'rw.refund');
+RESET ROLE;
+SELECT pg_labels.refusals_recorded() AS recorded;
+SELECT tool, count FROM pg_labels.refused_writes ORDER BY id;
+\c :regress_db
+DROP DATABASE regress_rw_closed WITH (FORCE);
+DROP ROLE regress_rw_keeper;
+
 -- 7. purge() removes the record with the trail's months (a record of three months ago, put
 --    there around the triggers as only a superuser can)
 SET session_replication_role = replica;
