@@ -386,7 +386,8 @@ fn ensure_worker(p: &mut Producer) -> bool {
     if h.worker.load(SeqCst) == RUNNING {
         // a worker registered but gone before it drained (it failed to start, or died) left
         // the queue marked: taken back
-        if p.started.is_null() || worker_status(p.started) != pg_sys::BgwHandleStatus::BGWH_STOPPED {
+        if p.started.is_null() || worker_status(p.started) != pg_sys::BgwHandleStatus::BGWH_STOPPED
+        {
             return true;
         }
         let _ = h.worker.compare_exchange(RUNNING, IDLE, SeqCst, SeqCst);
@@ -478,7 +479,10 @@ unsafe extern "C-unwind" fn on_exit(_code: i32, _arg: pg_sys::Datum) {
         Ok(())
     });
     if let Err(e) = out {
-        warning(&format!("pg_labels: a record's queue at exit: {}", e.data().message));
+        warning(&format!(
+            "pg_labels: a record's queue at exit: {}",
+            e.data().message
+        ));
     }
 }
 
@@ -544,7 +548,10 @@ fn leave_as_producer() {
 /// A counter OPEN, taken by the exiting backend into the ring with its count (`false` when the
 /// ring has no room: it stays open).
 fn take_into_ring(p: &Producer, c: &Counter) -> bool {
-    if c.state.compare_exchange(OPEN, MOVING, SeqCst, SeqCst).is_err() {
+    if c.state
+        .compare_exchange(OPEN, MOVING, SeqCst, SeqCst)
+        .is_err()
+    {
         return true; // a worker has it
     }
     let count = c.word.fetch_or(CLOSED, SeqCst) & !CLOSED;
@@ -579,7 +586,11 @@ fn say_lost(h: &Header, ring: *const u8, why: &str) {
 /// One record that will not be written, named in the server log.
 pub fn warn_lost(m: &Message, why: &str) {
     let counted = if m.count > 0 {
-        format!(" ({} alike, the last at {})", m.count, pg_labels_core::retention::utc_text_micros(m.last))
+        format!(
+            " ({} alike, the last at {})",
+            m.count,
+            pg_labels_core::retention::utc_text_micros(m.last)
+        )
     } else {
         String::new()
     };
@@ -685,7 +696,9 @@ impl Consumer {
         let (write, mut at) = (h.write.load(SeqCst), h.read.load(SeqCst));
         let mut out = Vec::new();
         while out.len() < max {
-            let Some((m, next)) = entry(self.ring, at, write) else { break };
+            let Some((m, next)) = entry(self.ring, at, write) else {
+                break;
+            };
             out.push(m);
             at = next;
         }
@@ -707,9 +720,10 @@ impl Consumer {
         for (i, c) in h.counters.iter().enumerate() {
             let state = c.state.load(SeqCst);
             let take = match state {
-                OPEN if c.second < second || gone => {
-                    c.state.compare_exchange(OPEN, TAKEN, SeqCst, SeqCst).is_ok()
-                }
+                OPEN if c.second < second || gone => c
+                    .state
+                    .compare_exchange(OPEN, TAKEN, SeqCst, SeqCst)
+                    .is_ok(),
                 // (one worker at a time: a counter TAKEN now was left by one that died)
                 TAKEN => true,
                 _ => false,
@@ -776,7 +790,11 @@ unsafe extern "C-unwind" fn worker_exit(_code: i32, _arg: pg_sys::Datum) {
         let _ = h.latch.compare_exchange(my_latch(), 0, SeqCst, SeqCst);
         h.worker.store(IDLE, SeqCst);
         if h.producer.load(SeqCst) == 0 {
-            say_lost(h, ring as *const u8, "the refusal recorder stopped after its backend had exited");
+            say_lost(
+                h,
+                ring as *const u8,
+                "the refusal recorder stopped after its backend had exited",
+            );
             unpin(h, handle);
         }
         Ok(())

@@ -425,7 +425,9 @@ fn before_exit(last: bool) -> bool {
         let mut rec = c.rec;
         rec["count"] = json!(c.count);
         rec["last"] = json!(pg_labels_core::retention::utc_text_micros(c.last));
-        warning(&format!("pg_labels: not recorded (the queue stayed full): {rec}"));
+        warning(&format!(
+            "pg_labels: not recorded (the queue stayed full): {rec}"
+        ));
     }
     false
 }
@@ -573,10 +575,7 @@ fn in_transaction(role: pg_sys::Oid, f: impl FnOnce() -> Result<u64>) -> Result<
         pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
         let (mut user, mut context) = (pg_sys::Oid::INVALID, 0);
         pg_sys::GetUserIdAndSecContext(&mut user, &mut context);
-        pg_sys::SetUserIdAndSecContext(
-            role,
-            context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32,
-        );
+        pg_sys::SetUserIdAndSecContext(role, context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32);
         let out = f();
         if out.is_ok() {
             pg_sys::SetUserIdAndSecContext(user, context);
