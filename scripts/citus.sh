@@ -1,11 +1,11 @@
 # A Citus cluster on localhost for the citus suite and the benchmark: sourced, not run.
 # Needs PGBIN (a PostgreSQL 15 with pg_labels installed). Citus 13.2.2 is built from
-# ../shared/vendor/citus when it is not installed (about 2.5 minutes, once).
+# third_party/citus when it is not installed (about 2.5 minutes, once).
 #   citus_build                   build and install Citus into $PGBIN's server if missing
 #   citus_node PORT               a node: initdb, Citus preloaded, started, CREATE EXTENSION citus
 #   citus_cluster C W1 W2 ...     coordinator C and workers W..., added to it
 #   citus_stop                    stop every node (and remove them unless KEEP_CLUSTER is set)
-CITUS_VENDOR=${CITUS_VENDOR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/shared/vendor/citus}
+CITUS_VENDOR=${CITUS_VENDOR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/third_party/citus}
 CITUS_BASE=${CITUS_BASE:-$(mktemp -d /tmp/pg_labels_citus.XXXXXX)}
 chown postgres: "$CITUS_BASE"
 CITUS_PORTS=()

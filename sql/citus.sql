@@ -10,15 +10,15 @@ DECLARE
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
         RAISE EXCEPTION 'pg_labels.distribute() needs Citus'
-            USING ERRCODE = '55000',
+            USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = 'Run it on a Citus coordinator (shared_preload_libraries = ''citus'', CREATE EXTENSION citus).';
     END IF;
     IF NOT pg_catalog.citus_is_coordinator() THEN
-        RAISE EXCEPTION 'pg_labels.distribute() runs on the Citus coordinator' USING ERRCODE = '55000';
+        RAISE EXCEPTION 'pg_labels.distribute() runs on the Citus coordinator' USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
     IF pg_catalog.current_setting('citus.enable_unsafe_triggers') <> 'on' THEN
         RAISE EXCEPTION 'pg_labels.distribute() needs citus.enable_unsafe_triggers = on'
-            USING ERRCODE = '55000',
+            USING ERRCODE = 'object_not_in_prerequisite_state',
                   DETAIL = 'The platform''s tables are guarded by triggers, which Citus runs on their shards only with this setting.',
                   HINT = 'ALTER SYSTEM SET citus.enable_unsafe_triggers = on on every node, and reload.';
     END IF;

@@ -167,11 +167,11 @@ BEGIN
     SELECT a.atttypid INTO got FROM pg_catalog.pg_attribute a
      WHERE a.attrelid = tab AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'column "%" of relation % does not exist', col, tab USING ERRCODE = '42703';
+        RAISE EXCEPTION 'column "%" of relation % does not exist', col, tab USING ERRCODE = 'undefined_column';
     END IF;
     IF got <> want THEN
         RAISE EXCEPTION 'column "%" of relation % is of type %, not labelset', col, tab, got::regtype
-            USING ERRCODE = '42804',
+            USING ERRCODE = 'datatype_mismatch',
                   HINT = 'pg_labels.protect() guards a table by the labelset column that labels its rows.';
     END IF;
     -- the table and every partition or child it has now (a query naming a partition is not

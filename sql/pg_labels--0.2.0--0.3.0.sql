@@ -23,7 +23,7 @@ BEGIN
     END IF;
     IF distributed THEN
         RAISE EXCEPTION 'pg_labels 0.3.0 does not update a distributed installation yet'
-            USING ERRCODE = '0A000',
+            USING ERRCODE = 'feature_not_supported',
                   HINT = 'See the README, Scaling out with Citus: dump the platform''s rows, install 0.3.0 afresh, distribute and load them.';
     END IF;
 END
@@ -109,11 +109,11 @@ BEGIN
     SELECT a.atttypid INTO got FROM pg_catalog.pg_attribute a
      WHERE a.attrelid = tab AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'column "%" of relation % does not exist', col, tab USING ERRCODE = '42703';
+        RAISE EXCEPTION 'column "%" of relation % does not exist', col, tab USING ERRCODE = 'undefined_column';
     END IF;
     IF got <> want THEN
         RAISE EXCEPTION 'column "%" of relation % is of type %, not labelset', col, tab, got::regtype
-            USING ERRCODE = '42804',
+            USING ERRCODE = 'datatype_mismatch',
                   HINT = 'pg_labels.protect() guards a table by the labelset column that labels its rows.';
     END IF;
     -- the table and every partition or child it has now (a query naming a partition is not
@@ -150,23 +150,21 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION pg_labels.protect(regclass, name) IS
     'Enables and forces row-level security on a table (and its partitions and children) with a policy on visible(col) for reads and writable(col) for writes (a row written can be read exactly in the entered scope); a guard policy keeps the table closed if the extension is dropped';
--- and every table protected before: the same check for what is written to it (the column is
--- the one its policy depends on)
+-- and every table protected before (under 0.1.0 or 0.2.0): protect() again, so it has the same
+-- policies as a table protected now (the write check, and the guard that keeps it closed after
+-- DROP EXTENSION ... CASCADE, which 0.1.0 did not add); the column is the one its policy uses
 DO $reprotect$
 DECLARE
     p record;
 BEGIN
-    FOR p IN SELECT n.nspname, c.relname, a.attname
+    FOR p IN SELECT DISTINCT pol.polrelid::pg_catalog.regclass AS tab, a.attname
                FROM pg_catalog.pg_policy pol
-               JOIN pg_catalog.pg_class c ON c.oid = pol.polrelid
-               JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
                JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_policy'::pg_catalog.regclass
                                           AND d.objid = pol.oid AND d.refobjid = pol.polrelid AND d.refobjsubid > 0
                JOIN pg_catalog.pg_attribute a ON a.attrelid = pol.polrelid AND a.attnum = d.refobjsubid
               WHERE pol.polname = 'pg_labels_visible' AND a.atttypid = '@extschema@.labelset'::pg_catalog.regtype
     LOOP
-        EXECUTE pg_catalog.format('ALTER POLICY pg_labels_visible ON %I.%I WITH CHECK (pg_labels.writable(%I))',
-                                  p.nspname, p.relname, p.attname);
+        PERFORM pg_labels.protect(p.tab, p.attname);
     END LOOP;
 END
 $reprotect$;
@@ -274,15 +272,15 @@ DECLARE
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
         RAISE EXCEPTION 'pg_labels.distribute() needs Citus'
-            USING ERRCODE = '55000',
+            USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = 'Run it on a Citus coordinator (shared_preload_libraries = ''citus'', CREATE EXTENSION citus).';
     END IF;
     IF NOT pg_catalog.citus_is_coordinator() THEN
-        RAISE EXCEPTION 'pg_labels.distribute() runs on the Citus coordinator' USING ERRCODE = '55000';
+        RAISE EXCEPTION 'pg_labels.distribute() runs on the Citus coordinator' USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
     IF pg_catalog.current_setting('citus.enable_unsafe_triggers') <> 'on' THEN
         RAISE EXCEPTION 'pg_labels.distribute() needs citus.enable_unsafe_triggers = on'
-            USING ERRCODE = '55000',
+            USING ERRCODE = 'object_not_in_prerequisite_state',
                   DETAIL = 'The platform''s tables are guarded by triggers, which Citus runs on their shards only with this setting.',
                   HINT = 'ALTER SYSTEM SET citus.enable_unsafe_triggers = on on every node, and reload.';
     END IF;

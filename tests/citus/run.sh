@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The citus suite: Citus 13.2.2 built from ../shared/vendor/citus (if it is not installed), a
+# The citus suite: Citus 13.2.2 built from third_party/citus (if it is not installed), a
 # coordinator and two workers on localhost (scripts/citus.sh), pg_labels distributed by the
 # commands of the README's "Scaling out with Citus" (read from README.md, run as written), and
 # the product checked as on one node: writers through the coordinator and through a worker,

@@ -9,7 +9,10 @@
 #     tables pg_dump dumps the rows of);
 #   - a pg_dump of the updated database restores with the same rows and privileges (the
 #     privileges the DBA granted are still the DBA's, not the extension's);
-#   - enforcement holds and ids continue.
+#   - enforcement holds and ids continue;
+#   - a table of the DBA's guarded with protect() before the update has the policies protect()
+#     gives now (in the catalog comparison), and DROP EXTENSION pg_labels CASCADE afterwards
+#     leaves it closed to every role but its owner (tests/upgrade/protected.sql).
 # Uses the cluster of test.sh (PGHOST, PGPORT).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,7 +38,7 @@ catalog() { # $1 database
 workload_roles
 for db in upgrade_fresh upgrade_restored; do q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db"; done
 q -d postgres -c "CREATE DATABASE upgrade_fresh"
-q -d upgrade_fresh -c "CREATE EXTENSION pg_labels" -f "$here/../workload/setup.sql" >/dev/null
+q -d upgrade_fresh -c "CREATE EXTENSION pg_labels" -f "$here/../workload/setup.sql" -f "$here/protected.sql" >/dev/null
 catalog upgrade_fresh >"$work/fresh.catalog"
 
 releases=0
@@ -47,7 +50,7 @@ for script in "$ROOT"/sql/released/pg_labels--*.sql; do
     printf '\n--- %s -> %s\n' "$from" "$current"
     q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
     q -d "$db" -c "CREATE EXTENSION pg_labels VERSION '$from'" \
-        -f "$here/../workload/setup.sql" -f "$here/../workload/data.sql" >/dev/null
+        -f "$here/../workload/setup.sql" -f "$here/../workload/data.sql" -f "$here/protected.sql" >/dev/null
     data_snapshot -d "$db" >"$work/before"
     grep -c "" "$work/before" | xargs echo "data snapshot lines:"
 
@@ -92,6 +95,17 @@ for script in "$ROOT"/sql/released/pg_labels--*.sql; do
 
     enforced -d "$db"
     echo "enforcement: on"
+
+    # the DBA's protected table stays closed when the extension goes (the guard policy)
+    q -d "$db" -c "SET client_min_messages = warning" -c "DROP EXTENSION pg_labels CASCADE"
+    seen=$(q -d "$db" -At -c "SET ROLE dump_analyst" -c "SELECT count(*) FROM public.notes" -c "SELECT count(*) FROM public.notes_low" | tr '\n' ' ')
+    [ "$seen" = "0 0 " ] || fail "$from: after DROP EXTENSION ... CASCADE a non-owner reads rows of a table protected before the update: $seen"
+    if q -d "$db" -c "SET ROLE dump_analyst" -c "INSERT INTO public.notes (id, body) VALUES (2, 'x')" 2>"$work/err"; then
+        fail "$from: after DROP EXTENSION ... CASCADE a non-owner writes to a table protected before the update"
+    fi
+    grep -q "row-level security" "$work/err" || fail "$from: the write was refused, but not by row-level security: $(cat "$work/err")"
+    [ "$(q -d "$db" -At -c "SELECT count(*) FROM public.notes")" = 1 ] || fail "$from: the owner lost the protected table's row"
+    echo "protect(): a table protected under $from is closed to non-owners after DROP EXTENSION ... CASCADE"
     q -d postgres -c "DROP DATABASE $db"
 done
 [ "$releases" -gt 0 ] || fail "no released version in sql/released/"
