@@ -97,7 +97,9 @@ for script in "$ROOT"/sql/released/pg_labels--*.sql; do
     echo "enforcement: on"
 
     # the DBA's protected table stays closed when the extension goes (the guard policy)
-    q -d "$db" -c "SET client_min_messages = warning" -c "DROP EXTENSION pg_labels CASCADE"
+    # (as the README's removal says: the trail holds rows, so on purpose, after a backup)
+    q -d "$db" -c "SET client_min_messages = warning" -c "BEGIN" -c "SET LOCAL session_replication_role = replica" \
+        -c "DROP EXTENSION pg_labels CASCADE" -c "COMMIT"
     seen=$(q -d "$db" -At -c "SET ROLE dump_analyst" -c "SELECT count(*) FROM public.notes" -c "SELECT count(*) FROM public.notes_low" | tr '\n' ' ')
     [ "$seen" = "0 0 " ] || fail "$from: after DROP EXTENSION ... CASCADE a non-owner reads rows of a table protected before the update: $seen"
     if q -d "$db" -c "SET ROLE dump_analyst" -c "INSERT INTO public.notes (id, body) VALUES (2, 'x')" 2>"$work/err"; then
