@@ -11,7 +11,7 @@
 //! Modules, lowest first (each uses only those above it): `sqlstate`, `error`, `path`,
 //! `label`, `scope`, `carry` (a scope carried to Citus' workers, bound to its role), `labelset`, `crossing`, `rules`, `step`, `refusal`, `retention` (which
 //! cutoffs a purge accepts), `barrier`, `flow`,
-//! `jsonb` (jsonb's text read from its binary form), `chain` (the trail's hash chains and
+//! `chain` (the trail's hash chains and
 //! ledger, checkable with no database).
 #![forbid(unsafe_code)]
 
@@ -21,7 +21,6 @@ pub mod chain;
 pub mod crossing;
 pub mod error;
 pub mod flow;
-pub mod jsonb;
 pub mod label;
 pub mod labelset;
 pub mod path;

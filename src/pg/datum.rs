@@ -272,15 +272,10 @@ unsafe extern "C-unwind" {
 }
 
 impl Jsonb {
-    /// The text form: what jsonb's output function prints, read from the binary form
-    /// (`pg_labels_core::jsonb`), or by the output function itself (called directly: no
-    /// catalog lookup of it) for what that does not read.
+    /// The text form: what jsonb's output function prints (called directly: no catalog
+    /// lookup of it). The trail's hash chain encodes a step's `args` as this text.
+    #[inline]
     pub fn text(self) -> String {
-        // SAFETY: self.0 is a jsonb datum (FromDatum checked the type): a varlena.
-        let bytes = unsafe { crate::pg::fmgr::varlena_bytes(self.0.cast_mut_ptr()) };
-        if let Some(text) = pg_labels_core::jsonb::to_text(bytes) {
-            return text;
-        }
         self.output()
     }
 
