@@ -66,7 +66,7 @@ pg_labels $version for PostgreSQL $PG_MAJOR ($arch, built on $(. /etc/os-release
   psql -c 'CREATE EXTENSION pg_labels'     # as a superuser, in each database
 
 Or, in a database where an earlier release is installed: ALTER EXTENSION pg_labels UPDATE;
-Everything else is in the README of pg_labels' source.
+Everything else is in the README and docs/ of pg_labels' source.
 EOF
 mkdir -p "$ROOT/dist"
 tar -C "$out" -czf "$ROOT/dist/$name.tar.gz" "$name"

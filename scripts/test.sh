@@ -155,7 +155,7 @@ for t in "${regress[@]}"; do
 done
 
 if wants docs; then
-    log "docs: every SQL block of README.md and demo/, as the role it names"
+    log "docs: every SQL and shell block of README.md and docs/, and demo/, as annotated"
     set +e; PSQL="$PGBIN/psql" python3 "$ROOT/tests/docs/run.py" "$ROOT" ${DOCS_ACCEPT:+--accept}; result docs $?; set -e
 fi
 

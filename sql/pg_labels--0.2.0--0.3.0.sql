@@ -24,7 +24,7 @@ BEGIN
     IF distributed THEN
         RAISE EXCEPTION 'pg_labels 0.3.0 does not update a distributed installation yet'
             USING ERRCODE = 'feature_not_supported',
-                  HINT = 'See the README, Scaling out with Citus: dump the platform''s rows, install 0.3.0 afresh, distribute and load them.';
+                  HINT = 'See docs/citus.md (Scaling out with Citus): dump the platform''s rows, install 0.3.0 afresh, distribute and load them.';
     END IF;
 END
 $citus$;

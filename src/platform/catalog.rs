@@ -65,7 +65,7 @@ fn missing(what: &str) -> Error {
         NOT_IN_PREREQUISITE_STATE,
         format!("pg_labels: relation pg_labels.{what} is missing"),
     )
-    .hint("The platform tables are created by CREATE EXTENSION pg_labels (or restored from a dump); see the README's operations section.")
+    .hint("The platform tables are created by CREATE EXTENSION pg_labels (or restored from a dump); see docs/operations.md in pg_labels' source.")
 }
 
 /// A platform table by its name (`INVALID` if there is none).

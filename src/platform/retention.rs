@@ -87,7 +87,7 @@ sql_function! {
                         crate::pg::error::FEATURE_NOT_SUPPORTED,
                         "pg_labels.purge() does not run on a Citus cluster yet",
                     )
-                    .hint("See the README, Scaling out with Citus."));
+                    .hint("See docs/citus.md (Scaling out with Citus) in pg_labels' source."));
                 }
             }
         }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The citus suite: Citus 13.2.2 built from third_party/citus (if it is not installed), a
 # coordinator and two workers on localhost (scripts/citus.sh), pg_labels distributed by the
-# commands of the README's "Scaling out with Citus" (read from README.md, run as written), and
+# commands of docs/citus.md, "Scaling out with Citus" (read from that file, run as written), and
 # the product checked as on one node: writers through the coordinator and through a worker,
 # sharing across tenants under crossings, approvals, published agents, analysts' row-level
 # security, the trail's proofs; then a third worker added, the race of the concurrency suite
@@ -41,10 +41,10 @@ sqlstate() { # port role sql: the SQLSTATE the statement fails with ("" if it su
 C=9700
 citus_cluster $C 9701 9702
 
-# the README's commands, as written (psql -c lines of its block), against the coordinator
-mapfile -t README_LINES < <(awk '/^### Scaling out with Citus/ { on = 1 } on && /^```sh/ { block = 1; next }
-    block && /^```/ { exit } block && /^psql -c/' "$ROOT/README.md")
-[ ${#README_LINES[@]} = 3 ] || { echo "FAIL the README's Citus block: expected 3 psql lines, found ${#README_LINES[@]}"; exit 1; }
+# the commands of docs/citus.md, as written (psql -c lines of its block), against the coordinator
+mapfile -t README_LINES < <(awk '/^# Scaling out with Citus/ { on = 1 } on && /^```sh/ { block = 1; next }
+    block && /^```/ { exit } block && /^psql -c/' "$ROOT/docs/citus.md")
+[ ${#README_LINES[@]} = 3 ] || { echo "FAIL the Citus block of docs/citus.md: expected 3 psql lines, found ${#README_LINES[@]}"; exit 1; }
 readme() { # n: run the README's line n as a superuser on the coordinator
     echo "\$ ${README_LINES[$1]}"
     (PGHOST=localhost PGPORT=$C PGUSER=postgres PGDATABASE=postgres; export PGHOST PGPORT PGUSER PGDATABASE
