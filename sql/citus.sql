@@ -110,7 +110,7 @@ END
 $distribute$;
 REVOKE ALL ON FUNCTION pg_labels.distribute(int) FROM PUBLIC;
 COMMENT ON FUNCTION pg_labels.distribute(int) IS
-    'On a Citus coordinator: the catalogs become reference tables, runs and steps are distributed by run (co-located); see the README, Scaling out with Citus';
+    'On a Citus coordinator: the catalogs become reference tables, runs and steps are distributed by run (co-located); see docs/citus.md';
 
 CREATE FUNCTION pg_labels.shard_sequence(shard bigint, trail regclass) RETURNS regclass
 LANGUAGE plpgsql VOLATILE

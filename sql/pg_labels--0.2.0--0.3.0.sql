@@ -370,6 +370,8 @@ BEGIN
     PERFORM pg_catalog.create_distributed_table('pg_labels.steps', 'run_id', colocate_with => 'pg_labels.runs');
 END
 $distribute$;
+COMMENT ON FUNCTION pg_labels.distribute(int) IS
+    'On a Citus coordinator: the catalogs become reference tables, runs and steps are distributed by run (co-located); see docs/citus.md';
 
 -- shard_sequence(): says what each format() placeholder of its statements takes
 CREATE OR REPLACE FUNCTION pg_labels.shard_sequence(shard bigint, trail regclass) RETURNS regclass

@@ -15,7 +15,7 @@
 //! head)` in run order; an inclusion proof of a step is the steps after it in its run (their
 //! leaves) and the audit path of its run's leaf to the root.
 //!
-//! Canonical encoding (what the README specifies for re-implementations): a hash is SHA-256 of
+//! Canonical encoding (what docs/proving.md specifies for re-implementations): a hash is SHA-256 of
 //! a domain string, one 0 byte, then fields in a fixed order; a field is `0x00` for NULL, or
 //! `0x01`, its length as a 4-byte big-endian integer and its bytes. Integers are 8 bytes
 //! big-endian, uuids their 16 bytes, times microseconds since 2000-01-01 00:00 UTC as an
@@ -935,7 +935,7 @@ mod tests {
     }
 
     proptest! {
-        /// The encoder hashes exactly the canonical encoding the README specifies, for fields
+        /// The encoder hashes exactly the canonical encoding docs/proving.md specifies, for fields
         /// shorter and longer than a SHA-256 block: against the encoding written out byte by
         /// byte and hashed at once.
         #[test]

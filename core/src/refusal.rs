@@ -5,7 +5,7 @@
 //! name, DETAIL naming the run, its scope and the labels at issue, HINT with the operator's
 //! checklist, and the rule name in the error's constraint-name field. The checks that are not
 //! rules ([`CHECKS`]) use PostgreSQL's own SQLSTATEs and name the constraint they stand for.
-//! The extension turns a [`Refusal`] into a PostgreSQL `ERROR` unchanged; the README's error
+//! The extension turns a [`Refusal`] into a PostgreSQL `ERROR` unchanged; the error
 //! table is checked against these two tables by a test.
 
 use crate::labelset::LabelSet;
@@ -489,7 +489,7 @@ pub fn step_shape(kind: &str, column: &str, message: String, database: bool) -> 
             .detail(format!("Column {column} of {} {kind} step is written by the database; leave it out.", article(kind)))
     } else {
         Refusal::check("steps_shape_check", message).detail(format!(
-            "Each kind of step has a fixed set of columns; see the table of step kinds in the README ({kind})."
+            "Each kind of step has a fixed set of columns; see the table of step kinds in docs/platform.md ({kind})."
         ))
     }
     .hint("Context is passed by reference (context_read steps name an artifact); decisions, approvals used, shares \
@@ -799,7 +799,7 @@ pub fn drop_refused(held: &[(&str, i64)]) -> Refusal {
     .hint(
         "Dropping the extension would destroy the trail (with CASCADE as well). To remove pg_labels on purpose, \
          back the database up (pg_dump), then as a superuser: BEGIN; SET LOCAL session_replication_role = replica; \
-         DROP EXTENSION pg_labels CASCADE; COMMIT; (see the README, Removing the extension).",
+         DROP EXTENSION pg_labels CASCADE; COMMIT; (see docs/operations.md, Removing the extension).",
     )
 }
 

@@ -1,4 +1,4 @@
-//! The README's table of refusals ("What the triggers enforce") says what `refusal.rs` does:
+//! The table of refusals in docs/reference.md ("What the triggers enforce", the error contract) says what `refusal.rs` does:
 //! every rule and every check appears with its SQLSTATE and constraint name, and every
 //! constraint name the table mentions is one the code raises.
 
@@ -6,11 +6,12 @@ use pg_labels_core::refusal::{CHECKS, RULES};
 use pg_labels_core::sqlstate;
 
 fn table() -> Vec<(String, String, String, String)> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .expect("README.md");
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/reference.md"))
+            .expect("docs/reference.md");
     let start = readme
-        .find("### What the triggers enforce")
-        .expect("the README has the table of refusals");
+        .find("## What the triggers enforce")
+        .expect("docs/reference.md has the table of refusals");
     let rows: Vec<(String, String, String, String)> = readme[start..]
         .lines()
         .skip_while(|l| !l.starts_with('|'))
@@ -43,7 +44,7 @@ fn every_rule_and_check_is_in_the_readme() {
         assert!(
             rows.iter()
                 .any(|(rule, _, st, c)| *rule == name && *st == state && c.contains(&name)),
-            "README: no row for rule {name} with SQLSTATE {state}"
+            "docs/reference.md: no row for rule {name} with SQLSTATE {state}"
         );
     }
     for c in CHECKS {
@@ -52,7 +53,7 @@ fn every_rule_and_check_is_in_the_readme() {
         assert!(
             rows.iter()
                 .any(|(_, _, st, cons)| cons.contains(&name) && *st == state),
-            "README: no row naming constraint {name} with SQLSTATE {state}"
+            "docs/reference.md: no row naming constraint {name} with SQLSTATE {state}"
         );
     }
 }
@@ -67,7 +68,7 @@ fn every_constraint_the_readme_names_is_raised() {
             assert!(
                 RULES.iter().any(|r| r.rule.name() == name)
                     || CHECKS.iter().any(|c| c.constraint == name),
-                "README names constraint {name}, which no refusal carries"
+                "docs/reference.md names constraint {name}, which no refusal carries"
             );
         }
     }
