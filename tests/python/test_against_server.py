@@ -10,10 +10,12 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from conftest import connect
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from pg_labels import InvalidValue, LabelSet, Scope
+
+from conftest import connect
 
 SETTINGS = settings(
     max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
+
 from pg_labels import InvalidValue, LabelSet, Scope
 
 ALPHABET = 'lower-case a-z, 0-9, "_" and "-".'
