@@ -24,7 +24,7 @@ declare -A REGRESS=(
     [rls]="rls analyst_queries provenance citus_functions"
     [security]="hostile_triggers hardening attacks"
 )
-ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client fuzz citus)
+ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client python fuzz citus)
 
 passed=0
 failed=0
@@ -182,6 +182,11 @@ fi
 if wants client; then
     log "the typed Rust client (client/) against the server"
     set +e; "$ROOT/tests/client/run.sh"; result client $?; set -e
+fi
+
+if wants python; then
+    log "the Python package (python/) against the server"
+    set +e; "$ROOT/tests/python/run.sh"; result python $?; set -e
 fi
 
 if wants package; then

@@ -15,6 +15,19 @@ ROOT=$PWD
 : "${PGUSER:?set PGUSER}"
 export PGHOST PGPORT PGUSER
 
+# Python 3.10 or later with its venv module (Debian ships it apart: python3-venv).
+python3 -c 'import sys; assert sys.version_info >= (3, 10), sys.version' ||
+    { echo "python: needs Python 3.10 or later as python3" >&2; exit 1; }
+if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    else
+        echo "python: needs python3's venv module (Debian: apt-get install python3-venv)" >&2
+        exit 1
+    fi
+fi
+
 venv=${PY_VENV:-/tmp/pg_labels_python_venv}
 requirements=$ROOT/python/requirements-test.txt
 stamp=$(sha256sum "$requirements" | cut -d' ' -f1)
