@@ -18,7 +18,7 @@ from pg_labels import InvalidValue, LabelSet, Scope
 from conftest import connect
 
 SETTINGS = settings(
-    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
 segment = st.text("abcz09_-", min_size=1, max_size=5).filter(lambda s: s[0].isalnum())
@@ -43,10 +43,13 @@ valid_label = st.one_of(
     ).map(lambda t: "origin:" + "/".join([t[0], *t[1]])),
     segment.map(lambda s: f"tag:{s}"),
 )
+prefix = st.sampled_from(["company:", "area:", "origin:", "tag:", "installation", "x:", ""])
 bad_label = st.one_of(
-    st.tuples(
-        st.sampled_from(["company:", "area:", "origin:", "tag:", "installation", "x:", ""]), noise
-    ).map("".join),
+    st.tuples(prefix, noise).map("".join),
+    # the right alphabet, the wrong number of segments or an unknown source
+    st.tuples(prefix, st.lists(st.one_of(segment, st.just("email")), max_size=3).map("/".join)).map(
+        "".join
+    ),
 )
 label_text = st.one_of(valid_label, bad_label)
 space = st.sampled_from(["", "", " ", "\t", "  "])
@@ -54,15 +57,16 @@ space = st.sampled_from(["", "", " ", "\t", "  "])
 
 @st.composite
 def labelset_text(draw: st.DrawFn) -> str:
-    labels = draw(st.lists(st.one_of(valid_label, valid_label, label_text), max_size=5))
+    labels = draw(st.lists(st.one_of(valid_label, label_text), max_size=5))
     parts = []
     for label in labels:
         quoted = draw(st.booleans()) and draw(st.booleans())
         parts.append(draw(space) + (f'"{label}"' if quoted else label) + draw(space))
     text = draw(space) + "{" + ",".join(parts) + "}" + draw(space)
-    if draw(st.integers(0, 4)) == 0:
+    for _ in range(draw(st.integers(0, 2))):
+        # a stray brace, comma, quote or space somewhere, or some noise
         at = draw(st.integers(0, len(text)))
-        text = text[:at] + draw(noise) + text[at:]
+        text = text[:at] + draw(st.one_of(st.sampled_from('{},"  '), noise)) + text[at:]
     return text
 
 
@@ -146,3 +150,82 @@ def test_scope_order_and_containment(conn: psycopg.Connection, a: str, b: str) -
     ).fetchone()
     sa, sb = Scope(a), Scope(b)
     assert row == (sa.reaches(sb), sa < sb, str(sa.lca(sb)))
+
+
+# One literal per problem the parsers report (core/src/error.rs), and some that are fine.
+SCOPES = [
+    "*",
+    "acme",
+    "acme/platform/infra",
+    "a-b_c/0",
+    "",
+    "/acme",
+    "acme/",
+    "acme//x",
+    "Acme",
+    "acme x",
+    "_x",
+    "-x",
+    "a" * 63,
+    "a" * 64,
+    "/".join(["a"] * 16),
+    "/".join(["a"] * 17),
+    "aé/",
+    "é",
+    "a\tb",
+    "**",
+    "*/a",
+    "a\x7fb",
+    "a\u0085b",
+]
+LABELSETS = [
+    "{}",
+    " { } ",
+    "{installation}",
+    '{"origin:slack", tag:a}',
+    "{origin:slack/T01/C02.x-y_z}",
+    "",
+    "  ",
+    "origin:slack",
+    "{origin:slack",
+    "{tag:a,,tag:b}",
+    "{tag:a,}",
+    "{,tag:a}",
+    "{tag:a}}",
+    "{{tag:a}}",
+    "{tag:a tag:b}",
+    '{"tag:a}',
+    '{tag:a"x"}',
+    '{""}',
+    "{secret:x}",
+    "{tag:a, area:acme}",
+    "{origin: slack}",
+    "{origin:email}",
+    "{company:acme/x}",
+    "{installation:x}",
+    "{installationx}",
+    "{tag:a/b}",
+    "{tag:}",
+    "{company:}",
+    "{area:a//b}",
+    "{origin:slack/_x}",
+    "{origin:slack/a b}",
+    "{origin:Slack}",
+    "{x" + "y" * 50 + ":z}",
+    "{é:x}",
+    "{tag:a}x",
+    "{tag:a",
+    "{tag:a,",
+    "{ tag:a ,tag:b }",
+    "{" + ",".join(["tag:x"] * 3) + "}",
+]
+
+
+@pytest.mark.parametrize("text", SCOPES)
+def test_listed_scopes(conn: psycopg.Connection, text: str) -> None:
+    assert client(Scope, text) == server(conn, "scope", text)
+
+
+@pytest.mark.parametrize("text", LABELSETS)
+def test_listed_labelsets(conn: psycopg.Connection, text: str) -> None:
+    assert client(LabelSet, text) == server(conn, "labelset", text)
