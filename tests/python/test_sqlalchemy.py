@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from sqlalchemy import Column, Integer, MetaData, Table, create_engine, event, insert, select
-from sqlalchemy.exc import StatementError
+from sqlalchemy import Column, Integer, MetaData, Table, create_engine, event, insert, select, text
+from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 import pg_labels
@@ -79,5 +79,41 @@ async def test_asyncpg_engine() -> None:
             rows = (await conn.execute(select(items))).all()
             assert [tuple(r) for r in rows] == [(1, Scope("acme"), LabelSet())]
             await conn.run_sync(metadata.drop_all)
+    finally:
+        await engine.dispose()
+
+
+def test_refusals_through_sqlalchemy() -> None:
+    """refusal_from() finds the driver's error inside SQLAlchemy's wrapper."""
+    engine = create_engine(url("psycopg"))
+    try:
+        with engine.connect() as conn, pytest.raises(DBAPIError) as e:
+            conn.execute(
+                text(
+                    "INSERT INTO pg_labels.runs (agent, scope, labels) "
+                    "VALUES ('bot', 'acme', '{company:globex}')"
+                )
+            )
+        r = pg_labels.refusal_from(e.value)
+        assert isinstance(r, pg_labels.DataBarrier)
+        assert r.escaping == LabelSet("{company:globex}")
+    finally:
+        engine.dispose()
+
+
+async def test_refusals_through_sqlalchemy_asyncpg() -> None:
+    engine = create_async_engine(url("asyncpg"))
+    try:
+        async with engine.connect() as conn:
+            with pytest.raises(DBAPIError) as e:
+                await conn.execute(
+                    text(
+                        "INSERT INTO pg_labels.runs (agent, scope, labels) "
+                        "VALUES ('bot', 'acme', '{company:globex}')"
+                    )
+                )
+        r = pg_labels.refusal_from(e.value)
+        assert isinstance(r, pg_labels.DataBarrier)
+        assert r.escaping == LabelSet("{company:globex}") and r.table == "runs"
     finally:
         await engine.dispose()

@@ -13,7 +13,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -356,7 +356,9 @@ def _atomic(conn: psycopg.Connection[Any]) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        if not conn.closed:
+        # Undo this call only; should that fail too (a broken connection), the first error
+        # is the one that explains it.
+        with suppress(psycopg.Error):
             conn.execute(_ROLLBACK)
             conn.execute(_RELEASE)
         raise
@@ -638,7 +640,9 @@ async def _aatomic(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[None]:
     try:
         yield
     except BaseException:
-        if not conn.closed:
+        # Undo this call only; should that fail too (a broken connection), the first error
+        # is the one that explains it.
+        with suppress(psycopg.Error):
             await conn.execute(_ROLLBACK)
             await conn.execute(_RELEASE)
         raise
