@@ -205,6 +205,7 @@ def test_sync_tools(admin: psycopg.Connection) -> None:
         dba.sync_tools([{"annotations": {}}])
     with pytest.raises(TypeError):
         dba.sync_tools({"name": "x"})  # type: ignore[arg-type]
+    assert pg_labels.tools_from_mcp(tools[:1]) == [pg_labels.Tool("mcp.read", "read", False)]
 
 
 def test_the_writer_cannot_sync_tools(platform: Platform) -> None:

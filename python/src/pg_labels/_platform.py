@@ -283,9 +283,19 @@ def tools_from_mcp(
     *,
     effects: Mapping[str, str] | None = None,
     trusted: Iterable[str] | Mapping[str, bool] | None = None,
-) -> list[tuple[Tool, str | None]]:
-    """The catalog entries (and descriptions) for MCP tool descriptions; see
+) -> list[Tool]:
+    """The catalog entries for MCP tool descriptions, without a database; the mapping of
     :meth:`Platform.sync_tools`."""
+    return [t for t, _ in _catalog(tools, effects=effects, trusted=trusted)]
+
+
+def _catalog(
+    tools: Iterable[object],
+    *,
+    effects: Mapping[str, str] | None = None,
+    trusted: Iterable[str] | Mapping[str, bool] | None = None,
+) -> list[tuple[Tool, str | None]]:
+    """The catalog entries and the descriptions of MCP tool descriptions."""
     if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
         raise TypeError("tools must be a list of MCP tool descriptions")
     effects = dict(effects or {})
@@ -438,7 +448,7 @@ class Platform:
         already in the catalog are updated when they differ; others are left as they are.
         Writing the catalog is the DBA's: run this on such a connection.
         """
-        entries = tools_from_mcp(tools, effects=effects, trusted=trusted)
+        entries = _catalog(tools, effects=effects, trusted=trusted)
         with _translate(), _atomic(self.conn), self.conn.cursor() as cur:
             cur.executemany(
                 _TOOLS_UPSERT,
@@ -716,7 +726,7 @@ class AsyncPlatform:
         trusted: Iterable[str] | Mapping[str, bool] | None = None,
     ) -> list[Tool]:
         """See :meth:`Platform.sync_tools`."""
-        entries = tools_from_mcp(tools, effects=effects, trusted=trusted)
+        entries = _catalog(tools, effects=effects, trusted=trusted)
         await self._ready()
         async with _atranslate(), _aatomic(self.conn), self.conn.cursor() as cur:
             await cur.executemany(
