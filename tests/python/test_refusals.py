@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import uuid
 
 import psycopg
@@ -76,7 +77,10 @@ def test_each_rule_its_class() -> None:
         assert r.run_id == run and r.tool == "stripe.refund"
         assert r.origins == LabelSet("{origin:slack/T01/C02}") and r.escaping == LabelSet()
         assert str(r).startswith("untrusted_to_irreversible: financial tool stripe.refund")
-        assert r.detail and r.hint
+        assert r.detail and r.hint and f"DETAIL:  {r.detail}" in str(r)
+        copy = pickle.loads(pickle.dumps(r))
+        assert type(copy) is UntrustedToIrreversible and copy.__dict__ == r.__dict__
+        assert str(copy) == str(r)
 
         r = refused(conn, STEP, [run, "tool_called", "tickets.update", None])
         assert type(r) is ApprovalRequired and r.tool == "tickets.update"

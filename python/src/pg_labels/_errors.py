@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ._values import InvalidValue, LabelSet
 
@@ -96,7 +96,28 @@ class Refusal(PgLabelsError):
         self.origins = origins if origins is not None else LabelSet()
 
     def __str__(self) -> str:
-        return self.message
+        # Like the driver's own text: the message, then DETAIL and HINT lines.
+        lines = [self.message]
+        if self.detail:
+            lines.append(f"DETAIL:  {self.detail}")
+        if self.hint:
+            lines.append(f"HINT:  {self.hint}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, sqlstate={self.sqlstate!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only fields: rebuilt through _rebuild so a refusal survives pickling
+        # (multiprocessing, task queues).
+        return (_rebuild, (type(self), self.message, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[Refusal], message: str, state: dict[str, Any]) -> Refusal:
+    refusal = cls.__new__(cls)
+    Exception.__init__(refusal, message)
+    refusal.__dict__.update(state)
+    return refusal
 
 
 class DataBarrier(Refusal):
