@@ -252,3 +252,22 @@ def test_analyst_reads_what_the_scope_carries(platform: Platform) -> None:
         row = conn.execute("SELECT scope, labels FROM pg_labels.runs WHERE id = %s", [run.id])
         assert row.fetchone() == (Scope("acme/platform"), LabelSet("{area:acme/platform,tag:seen}"))
         conn.rollback()
+
+
+def test_runs_of_a_listener(platform: Platform, admin: psycopg.Connection) -> None:
+    row = admin.execute(
+        "INSERT INTO pg_labels.listeners (agent, scope, event) "
+        "VALUES ('support-bot', 'acme/platform', 'slack.message') RETURNING id"
+    ).fetchone()
+    assert row is not None
+    listener = row[0]
+    run = platform.open_run("support-bot", None, listener=listener)
+    assert run.scope == Scope("acme/platform")
+    with pytest.raises(DataBarrier) as e:
+        platform.open_run("support-bot", "acme/finance", listener=listener)
+    assert "listener" in str(e.value)
+    with pytest.raises(Refusal) as r:
+        platform.open_run("support-bot", None, listener=listener + 1000)
+    assert r.value.constraint == "runs_listener_id_fkey"
+    with pytest.raises(TypeError):
+        platform.open_run("support-bot", None, listener="1")  # type: ignore[arg-type]
