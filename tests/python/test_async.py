@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
+import asyncpg
 import psycopg
 import pytest
 
@@ -18,7 +22,7 @@ from pg_labels import (
     UntrustedToIrreversible,
 )
 
-from conftest import ALICE, PLATFORM
+from conftest import ALICE, PLATFORM, connect
 
 
 async def aconnect(user: str, autocommit: bool = True) -> psycopg.AsyncConnection:
@@ -27,9 +31,17 @@ async def aconnect(user: str, autocommit: bool = True) -> psycopg.AsyncConnectio
     )
 
 
-@pytest.fixture
-async def aplatform() -> AsyncIterator[AsyncPlatform]:
-    conn = await aconnect(PLATFORM)
+@pytest.fixture(params=["psycopg", "asyncpg"])
+async def aplatform(request: pytest.FixtureRequest) -> AsyncIterator[AsyncPlatform]:
+    conn: Any
+    if request.param == "psycopg":
+        conn = await aconnect(PLATFORM)
+    else:
+        conn = await asyncpg.connect(database=os.environ["PGDATABASE"], user=PLATFORM)
+        # a jsonb codec of the application's own: args are still sent right
+        await conn.set_type_codec(
+            "jsonb", schema="pg_catalog", encoder=json.dumps, decoder=json.loads
+        )
     try:
         yield AsyncPlatform(conn)
     finally:
@@ -58,6 +70,33 @@ async def test_calls(aplatform: AsyncPlatform) -> None:
         await reader.call("kb.search")
     assert (await aplatform.run(run.id)).id == run.id
     assert "origin:event" in await run.carried()
+    assert read.run_id == reader.id and shared.to_scope == Scope("acme/platform")
+
+
+async def test_args_are_jsonb(aplatform: AsyncPlatform) -> None:
+    """The same args are the same call: an approval of {"t": [1, "x"]} lets exactly that
+    call through, whichever driver sent it."""
+    run = await aplatform.open_run("bot", "acme/platform")
+    await run.input("{origin:slack}")
+    args = {"t": [1, "x"], "note": "it's 100% fine"}
+    request = await run.request_approval("tickets.update", args)
+    approver = await aconnect(ALICE)
+    try:
+        await AsyncPlatform(approver).decide_approval(request, True)
+    finally:
+        await approver.close()
+    with pytest.raises(ApprovalRequired):
+        await run.call("tickets.update", {"t": [1, "x"]})
+    step = await run.call("tickets.update", args)
+    assert step.request_id == request
+    # stored as a JSON object, not as a string holding one
+    with connect(PLATFORM) as conn:
+        row = conn.execute(
+            "SELECT args, jsonb_typeof(args) FROM pg_labels.steps WHERE id = %s", [step.id]
+        ).fetchone()
+    assert row == (args, "object")
+    chosen = uuid.uuid4()
+    assert (await aplatform.open_run("bot", "acme/platform", run_id=chosen)).id == chosen
 
 
 async def test_approvals_and_transactions() -> None:
@@ -84,12 +123,32 @@ async def test_approvals_and_transactions() -> None:
 
 async def test_bad_input(aplatform: AsyncPlatform) -> None:
     with pytest.raises(TypeError):
-        AsyncPlatform("nope")  # type: ignore[arg-type]
+        AsyncPlatform("nope")
     run = await aplatform.open_run("bot", "acme")
     with pytest.raises(TypeError):
         await run.gate(None)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         await run.input("{x}")
     await aplatform.conn.close()
-    with pytest.raises(psycopg.OperationalError):
+    with pytest.raises((psycopg.OperationalError, asyncpg.InterfaceError)):
         await run.call("kb.search")
+
+
+async def test_asyncpg_transactions() -> None:
+    """On asyncpg each call is its own transaction, or a savepoint in the caller's: a refused
+    call undoes itself only, and nothing is committed before the caller's block is."""
+    conn = await asyncpg.connect(database=os.environ["PGDATABASE"], user=PLATFORM)
+    try:
+        platform = AsyncPlatform(conn)
+        outer = conn.transaction()
+        await outer.start()
+        run = await platform.open_run("bot", "acme/platform")
+        await run.input("{origin:webhook}")
+        with pytest.raises(UntrustedToIrreversible):
+            await run.call("files.delete")
+        assert await run.carried() == LabelSet("{area:acme/platform,origin:webhook}")
+        await outer.rollback()
+        with pytest.raises(LookupError):
+            await platform.run(run.id)
+    finally:
+        await conn.close()

@@ -1,10 +1,10 @@
 """The platform's calls: runs, steps, the gate, approvals, sharing and the tool catalog.
 
-Each call is one statement, or one transaction for the two statements of a share, written
-with parameters only. The caller's transaction is respected: on a connection that is not in
-autocommit mode nothing is committed, and each call runs in a savepoint, so a refused call
-rolls back itself and leaves the caller's transaction usable. In autocommit mode each call is
-its own transaction.
+Each call is one statement, or one transaction for the two statements of a share (and for
+the tool catalog), written with parameters only. The caller's transaction is respected: on a
+connection that is not in autocommit mode nothing is committed, and each call runs in a
+savepoint, so a refused call rolls back itself and leaves the caller's transaction usable. In
+autocommit mode (and on asyncpg outside a transaction block) each call is its own transaction.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -625,15 +625,16 @@ def _share_statements(
 
 
 # ---------------------------------------------------------------------------------------------
-# psycopg, asynchronous
+# Asynchronous: psycopg's AsyncConnection or asyncpg
 # ---------------------------------------------------------------------------------------------
 
 
 @asynccontextmanager
 async def _atranslate() -> AsyncIterator[None]:
+    """Raise a pg_labels refusal as its :class:`Refusal`, for either driver."""
     try:
         yield
-    except psycopg.Error as err:
+    except Exception as err:
         refusal = refusal_from(err)
         if refusal is not None:
             raise refusal from err
@@ -659,30 +660,140 @@ async def _aatomic(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[None]:
     await conn.execute(_RELEASE)
 
 
-class AsyncPlatform:
-    """:class:`Platform` for a psycopg 3 ``AsyncConnection``: the same calls, awaited. The
-    types are registered on the connection by the first call."""
+class _PsycopgAsync:
+    """Statements on a psycopg ``AsyncConnection``."""
 
     def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        if not isinstance(conn, psycopg.AsyncConnection):
-            raise TypeError(
-                f"AsyncPlatform takes a psycopg AsyncConnection, not {type(conn).__name__}"
-            )
         self.conn = conn
-        self._registered = False
+        self.registered = False
+
+    async def ready(self) -> None:
+        if not self.registered:
+            await register_async(self.conn)
+            self.registered = True
+
+    def atomic(self) -> AbstractAsyncContextManager[None]:
+        return _aatomic(self.conn)
+
+    async def fetchone(
+        self, query: sql.Composed | sql.SQL, params: Sequence[object]
+    ) -> Sequence[Any] | None:
+        async with self.conn.cursor() as cur:
+            await cur.execute(query, params)
+            row: Sequence[Any] | None = await cur.fetchone()
+        return row
+
+    async def executemany(
+        self, query: sql.Composed | sql.SQL, rows: Sequence[Sequence[object]]
+    ) -> None:
+        async with self.conn.cursor() as cur:
+            await cur.executemany(query, rows)
+
+
+class _Asyncpg:
+    """Statements on an asyncpg connection: the same SQL with ``$n`` placeholders, ``args``
+    sent as JSON text cast to ``jsonb`` (whatever jsonb codec the connection has), the types
+    registered with :func:`pg_labels.asyncpg.register`. asyncpg has no implicit transaction:
+    its ``transaction()`` is the call's own transaction, or a savepoint in the caller's."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.registered = False
+
+    async def ready(self) -> None:
+        if not self.registered:
+            from .asyncpg import register as register_asyncpg
+
+            await register_asyncpg(self.conn)
+            self.registered = True
+
+    def atomic(self) -> AbstractAsyncContextManager[None]:
+        transaction: AbstractAsyncContextManager[None] = self.conn.transaction()
+        return transaction
+
+    @staticmethod
+    def _render(
+        query: sql.Composed | sql.SQL, params: Sequence[object]
+    ) -> tuple[str, list[object]]:
+        parts = query.as_string(None).split("%s")
+        if len(parts) != len(params) + 1:
+            raise AssertionError("placeholders and parameters differ")
+        text = [parts[0]]
+        values: list[object] = []
+        for n, (value, rest) in enumerate(zip(params, parts[1:], strict=True), start=1):
+            if isinstance(value, Jsonb):
+                text.append(f"(${n}::text)::jsonb")
+                values.append(json.dumps(value.obj))
+            else:
+                text.append(f"${n}")
+                values.append(value)
+            text.append(rest)
+        return "".join(text), values
+
+    async def fetchone(
+        self, query: sql.Composed | sql.SQL, params: Sequence[object]
+    ) -> Sequence[Any] | None:
+        text, values = self._render(query, params)
+        row: Sequence[Any] | None = await self.conn.fetchrow(text, *values)
+        return row
+
+    async def executemany(
+        self, query: sql.Composed | sql.SQL, rows: Sequence[Sequence[object]]
+    ) -> None:
+        if not rows:
+            return
+        text, _ = self._render(query, rows[0])
+        await self.conn.executemany(text, [self._render(query, r)[1] for r in rows])
+
+
+def _executor(conn: object) -> _PsycopgAsync | _Asyncpg:
+    if isinstance(conn, psycopg.AsyncConnection):
+        return _PsycopgAsync(conn)
+    try:
+        import asyncpg
+    except ImportError:
+        asyncpg = None
+    if asyncpg is not None and isinstance(
+        conn, (asyncpg.Connection, asyncpg.pool.PoolConnectionProxy)
+    ):
+        return _Asyncpg(conn)
+    raise TypeError(
+        "AsyncPlatform takes a psycopg AsyncConnection or an asyncpg connection, "
+        f"not {type(conn).__name__} (Platform takes a psycopg Connection)"
+    )
+
+
+class AsyncPlatform:
+    """:class:`Platform` for a psycopg 3 ``AsyncConnection`` or an asyncpg connection: the
+    same calls, awaited. The types are registered on the connection by the first call."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any] | Any) -> None:
+        self._exec = _executor(conn)
+        self.conn = conn
 
     async def _ready(self) -> None:
-        if not self._registered:
-            await register_async(self.conn)
-            self._registered = True
+        await self._exec.ready()
 
     async def _one(self, query: sql.Composed | sql.SQL, params: Sequence[object]) -> Sequence[Any]:
         await self._ready()
-        async with _atranslate(), _aatomic(self.conn), self.conn.cursor() as cur:
-            await cur.execute(query, params)
-            row: Sequence[Any] | None = await cur.fetchone()
+        async with _atranslate(), self._exec.atomic():
+            row = await self._exec.fetchone(query, params)
         assert row is not None
         return row
+
+    async def _two(
+        self,
+        first: tuple[sql.Composed, list[object]],
+        second: tuple[sql.Composed, list[object]],
+    ) -> tuple[Sequence[Any], Sequence[Any]]:
+        """Two statements in one transaction; the second takes the first's id first."""
+        await self._ready()
+        async with _atranslate(), self._exec.atomic():
+            a = await self._exec.fetchone(*first)
+            assert a is not None
+            b = await self._exec.fetchone(second[0], [a[0], *second[1]])
+            assert b is not None
+        return a, b
 
     async def open_run(
         self,
@@ -702,9 +813,8 @@ class AsyncPlatform:
         """See :meth:`Platform.run`."""
         rid = _uuid(run_id, "run_id")
         await self._ready()
-        async with _atranslate(), self.conn.cursor() as cur:
-            await cur.execute(_RUN, [rid])
-            row = await cur.fetchone()
+        async with _atranslate():
+            row = await self._exec.fetchone(_RUN, [rid])
         if row is None:
             raise LookupError(f"run {rid} does not exist")
         return AsyncRun(self, row[0], row[1], row[2], row[3])
@@ -728,8 +838,8 @@ class AsyncPlatform:
         """See :meth:`Platform.sync_tools`."""
         entries = _catalog(tools, effects=effects, trusted=trusted)
         await self._ready()
-        async with _atranslate(), _aatomic(self.conn), self.conn.cursor() as cur:
-            await cur.executemany(
+        async with _atranslate(), self._exec.atomic():
+            await self._exec.executemany(
                 _TOOLS_UPSERT,
                 [[t.name, t.effect, t.trusted_output, d] for t, d in entries],
             )
@@ -835,15 +945,7 @@ class AsyncRun:
         _, _, artifact, share = _share_statements(
             self.id, content, to_scope, to_run, labels, description
         )
-        conn = self.platform.conn
-        await self.platform._ready()
-        async with _atranslate(), _aatomic(conn), conn.cursor() as cur:
-            await cur.execute(*artifact)
-            arow = await cur.fetchone()
-            assert arow is not None
-            await cur.execute(share[0], [arow[0], *share[1]])
-            srow = await cur.fetchone()
-            assert srow is not None
+        arow, srow = await self.platform._two(artifact, share)
         return Shared(arow[0], srow[0], arow[1], arow[2], srow[1])
 
     async def read_context(self, artifact_id: uuid.UUID | str) -> Step:
@@ -853,9 +955,8 @@ class AsyncRun:
     async def carried(self) -> LabelSet:
         """See :meth:`Run.carried`."""
         await self.platform._ready()
-        async with _atranslate(), self.platform.conn.cursor() as cur:
-            await cur.execute(_CARRIED, [self.id])
-            row = await cur.fetchone()
+        async with _atranslate():
+            row = await self.platform._exec.fetchone(_CARRIED, [self.id])
         if row is None:
             raise LookupError(f"run {self.id} does not exist")
         labels: LabelSet = row[0]
