@@ -186,6 +186,13 @@ def _insert(table: str, columns: Sequence[str], returning: str) -> sql.Composed:
 _STEP_RETURNING: Final = "id, run_id, kind, tool, labels, decision, request_id"
 
 
+def _returned(row: Sequence[Any] | None) -> Sequence[Any]:
+    """The row a statement with RETURNING (or a function call) gave: there is always one."""
+    if row is None:
+        raise psycopg.InterfaceError("the statement returned no row")
+    return row
+
+
 def _step(row: Sequence[Any]) -> Step:
     return Step(
         id=row[0],
@@ -394,7 +401,7 @@ class Platform:
         with _translate(), _atomic(self.conn), self.conn.cursor() as cur:
             cur.execute(query, params)
             row: Sequence[Any] | None = cur.fetchone()
-        assert row is not None
+        row = _returned(row)
         return row
 
     def open_run(
@@ -566,10 +573,10 @@ class Run:
         with _translate(), _atomic(self.platform.conn), self.platform.conn.cursor() as cur:
             cur.execute(*artifact)
             arow = cur.fetchone()
-            assert arow is not None
+            arow = _returned(arow)
             cur.execute(share[0], [arow[0], *share[1]])
             srow = cur.fetchone()
-            assert srow is not None
+            srow = _returned(srow)
         return Shared(arow[0], srow[0], arow[1], arow[2], srow[1])
 
     def read_context(self, artifact_id: uuid.UUID | str) -> Step:
@@ -778,7 +785,7 @@ class AsyncPlatform:
         await self._ready()
         async with _atranslate(), self._exec.atomic():
             row = await self._exec.fetchone(query, params)
-        assert row is not None
+        row = _returned(row)
         return row
 
     async def _two(
@@ -790,9 +797,9 @@ class AsyncPlatform:
         await self._ready()
         async with _atranslate(), self._exec.atomic():
             a = await self._exec.fetchone(*first)
-            assert a is not None
+            a = _returned(a)
             b = await self._exec.fetchone(second[0], [a[0], *second[1]])
-            assert b is not None
+            b = _returned(b)
         return a, b
 
     async def open_run(
