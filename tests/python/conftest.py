@@ -22,6 +22,7 @@ TOOLS = [
     ("tickets.update", "reversible_write", False),
     ("stripe.refund", "financial", False),
     ("files.delete", "destructive", False),
+    ("company.search", "read", False),
 ]
 
 
@@ -87,6 +88,38 @@ def database() -> Iterator[None]:
     yield
     with connect(autocommit=True) as conn:
         _drop_roles(conn)
+
+
+def trail(run_id: object) -> list[tuple[str, str | None, str | None, str | None]]:
+    """A run's steps as the superuser reads them: (kind, tool, decision, rule), in order."""
+    with connect(autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT kind, tool, decision, rule FROM pg_labels.steps WHERE run_id = %s ORDER BY id",
+            [run_id],
+        ).fetchall()
+    return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+def used_approvals(run_id: object) -> list[int]:
+    """The approval requests the run's tool calls used."""
+    with connect(autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT request_id FROM pg_labels.steps WHERE run_id = %s AND kind = 'tool_called' "
+            "AND request_id IS NOT NULL ORDER BY id",
+            [run_id],
+        ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def labels_of(step_id: int) -> str:
+    with connect(autocommit=True) as conn:
+        row = conn.execute("SELECT labels::text FROM pg_labels.steps WHERE id = %s", [step_id])
+        return str(_one(row.fetchone()))
+
+
+def _one(row: tuple[object, ...] | None) -> object:
+    assert row is not None
+    return row[0]
 
 
 @pytest.fixture

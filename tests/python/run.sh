@@ -40,7 +40,7 @@ if [ "$(cat "$venv/.requirements" 2>/dev/null || true)" != "$stamp" ]; then
 fi
 # The package itself, afresh every run (not editable: the tests import what pip installed).
 "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation --force-reinstall \
-    --no-deps "$ROOT/python[asyncpg,sqlalchemy]"
+    --no-deps "$ROOT/python[asyncpg,sqlalchemy,openai-agents,langgraph,otel]"
 "$venv/bin/pip" check -q >/dev/null 2>&1 || "$venv/bin/pip" check
 
 echo "python: ruff"

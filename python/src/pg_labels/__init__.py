@@ -25,6 +25,7 @@ from ._errors import (
 from ._values import InvalidValue, LabelSet, Scope
 
 if TYPE_CHECKING:
+    from ._guard import Verdict
     from ._platform import (
         EFFECTS,
         AsyncPlatform,
@@ -52,6 +53,7 @@ _LAZY = {
     "Step": "._platform",
     "Tool": "._platform",
     "tools_from_mcp": "._platform",
+    "Verdict": "._guard",
     "register": "._psycopg",
     "register_async": "._psycopg",
 }
@@ -87,6 +89,7 @@ __all__ = [
     "Tool",
     "UnknownTool",
     "UntrustedToIrreversible",
+    "Verdict",
     "refusal_from",
     "register",
     "register_async",
