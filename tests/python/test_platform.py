@@ -172,15 +172,17 @@ def test_sync_tools(admin: psycopg.Connection) -> None:
         SimpleNamespace(name="mcp.write", annotations=None),
         SimpleNamespace(name="mcp.pay", annotations=SimpleNamespace(readOnlyHint=False)),
         {"name": "mcp.search", "annotations": {"readOnlyHint": True}},
+        {"name": "mcp.edit", "annotations": {"destructiveHint": False}},
     ]
     written = dba.sync_tools(tools, effects={"mcp.pay": "financial"}, trusted=["mcp.search"])
     got = {t.name: (t.effect, t.trusted_output) for t in written}
     assert got == {
         "mcp.read": ("read", False),
         "mcp.drop": ("destructive", False),
-        "mcp.write": ("reversible_write", False),
+        "mcp.write": ("destructive", False),  # MCP's default: destructiveHint true
         "mcp.pay": ("financial", False),
         "mcp.search": ("read", True),
+        "mcp.edit": ("reversible_write", False),
     }
     rows = admin.execute(
         "SELECT name, effect, trusted_output, description FROM pg_labels.tools "
@@ -188,15 +190,16 @@ def test_sync_tools(admin: psycopg.Connection) -> None:
     ).fetchall()
     assert rows == [
         ("mcp.drop", "destructive", False, "drops"),
+        ("mcp.edit", "reversible_write", False, None),
         ("mcp.pay", "financial", False, None),
         ("mcp.read", "read", False, None),
         ("mcp.search", "read", True, None),
-        ("mcp.write", "reversible_write", False, None),
+        ("mcp.write", "destructive", False, None),
     ]
     # a change is written, the rest left as it is
-    dba.sync_tools([{"name": "mcp.write", "annotations": {"destructiveHint": True}}])
+    dba.sync_tools([{"name": "mcp.write", "annotations": {"destructiveHint": False}}])
     row = admin.execute("SELECT effect FROM pg_labels.tools WHERE name = 'mcp.write'").fetchone()
-    assert row == ("destructive",)
+    assert row == ("reversible_write",)
     with pytest.raises(ValueError):
         dba.sync_tools(tools, effects={"mcp.pay": "expensive"})
     with pytest.raises(ValueError):
@@ -206,6 +209,59 @@ def test_sync_tools(admin: psycopg.Connection) -> None:
     with pytest.raises(TypeError):
         dba.sync_tools({"name": "x"})  # type: ignore[arg-type]
     assert pg_labels.tools_from_mcp(tools[:1]) == [pg_labels.Tool("mcp.read", "read", False)]
+
+
+@pytest.mark.parametrize(
+    ("annotations", "effect"),
+    [
+        (None, "destructive"),
+        ({}, "destructive"),
+        ({"readOnlyHint": True}, "read"),
+        ({"readOnlyHint": True, "destructiveHint": True}, "read"),
+        ({"readOnlyHint": False}, "destructive"),
+        ({"destructiveHint": True}, "destructive"),
+        ({"destructiveHint": None}, "destructive"),
+        ({"destructiveHint": "false"}, "destructive"),  # only an explicit false
+        ({"destructiveHint": False}, "reversible_write"),
+        ({"readOnlyHint": False, "destructiveHint": False}, "reversible_write"),
+        (SimpleNamespace(readOnlyHint=None, destructiveHint=False), "reversible_write"),
+        (SimpleNamespace(readOnlyHint=None, destructiveHint=None), "destructive"),
+    ],
+)
+def test_mcp_hints(annotations: object, effect: str) -> None:
+    """MCP's defaults: readOnlyHint false, destructiveHint true."""
+    (tool,) = pg_labels.tools_from_mcp([{"name": "t", "annotations": annotations}])
+    assert tool.effect == effect
+    # the explicit mapping still wins
+    (named,) = pg_labels.tools_from_mcp(
+        [{"name": "t", "annotations": annotations}], effects={"t": "financial"}
+    )
+    assert named.effect == "financial"
+
+
+def test_mcp_sdk_tools() -> None:
+    """The MCP SDK's own Tool models (mcp 2 names the hints read_only_hint, ...)."""
+    from mcp.types import Tool, ToolAnnotations
+
+    schema = {"type": "object"}
+    tools = [
+        Tool(name="m.read", inputSchema=schema, annotations=ToolAnnotations(readOnlyHint=True)),
+        Tool(name="m.edit", inputSchema=schema, annotations=ToolAnnotations(destructiveHint=False)),
+        Tool(name="m.bare", inputSchema=schema),
+        Tool(name="m.idem", inputSchema=schema, annotations=ToolAnnotations(idempotentHint=True)),
+    ]
+    assert [t.effect for t in pg_labels.tools_from_mcp(tools)] == [
+        "read",
+        "reversible_write",
+        "destructive",
+        "destructive",
+    ]
+    assert [t.effect for t in pg_labels.tools_from_mcp([t.model_dump() for t in tools])] == [
+        "read",
+        "reversible_write",
+        "destructive",
+        "destructive",
+    ]
 
 
 def test_the_writer_cannot_sync_tools(platform: Platform) -> None:

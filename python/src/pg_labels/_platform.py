@@ -257,12 +257,28 @@ _TOOLS_UPSERT: Final = sql.SQL(
 )
 
 
-def _annotation(annotations: object, key: str) -> bool:
+def _annotation(annotations: object, key: str, attribute: str) -> object:
+    """The value of an MCP tool annotation (``None`` when it is not set): ``key`` as the
+    protocol spells it (``readOnlyHint``), or ``attribute`` as the Python SDK's models name
+    it (``read_only_hint``, in mcp 2)."""
     if annotations is None:
-        return False
+        return None
     if isinstance(annotations, Mapping):
-        return annotations.get(key) is True
-    return getattr(annotations, key, None) is True
+        value = annotations.get(key)
+        return annotations.get(attribute) if value is None else value
+    value = getattr(annotations, key, None)
+    return getattr(annotations, attribute, None) if value is None else value
+
+
+def _effect_of(annotations: object) -> str:
+    """MCP's hints as an effect: ``readOnlyHint: true`` is ``read``; otherwise a tool is
+    destructive unless ``destructiveHint`` is explicitly false (MCP's default for it is
+    true), then ``reversible_write``."""
+    if _annotation(annotations, "readOnlyHint", "read_only_hint") is True:
+        return "read"
+    if _annotation(annotations, "destructiveHint", "destructive_hint") is False:
+        return "reversible_write"
+    return "destructive"
 
 
 def _describe_tool(tool: object) -> tuple[str, object, str | None]:
@@ -325,12 +341,7 @@ def _catalog(
         seen.add(name)
         effect = effects.get(name)
         if effect is None:
-            if _annotation(annotations, "readOnlyHint"):
-                effect = "read"
-            elif _annotation(annotations, "destructiveHint"):
-                effect = "destructive"
-            else:
-                effect = "reversible_write"
+            effect = _effect_of(annotations)
         elif effect not in EFFECTS:
             raise ValueError(
                 f"effect of tool {name} must be one of {', '.join(EFFECTS)}: {effect!r}"
@@ -448,12 +459,13 @@ class Platform:
         """Fill ``pg_labels.tools`` from MCP tool descriptions, in one transaction.
 
         Each tool is a dict or an object with ``name`` and ``annotations`` (and optionally
-        ``description``). Its effect is ``read`` when ``readOnlyHint`` is true, else
-        ``destructive`` when ``destructiveHint`` is true, else ``reversible_write``;
-        ``effects`` names the effect of tools whose annotations cannot say it (``financial``)
-        and overrides them. A tool's output is untrusted unless ``trusted`` names it. Tools
-        already in the catalog are updated when they differ; others are left as they are.
-        Writing the catalog is the DBA's: run this on such a connection.
+        ``description``; MCP's own ``Tool`` models too). Its effect is ``read`` when
+        ``readOnlyHint`` is true, else ``reversible_write`` when ``destructiveHint`` is
+        explicitly false, else ``destructive`` (MCP's default for ``destructiveHint`` is
+        true); ``effects`` names the effect of tools whose annotations cannot say it
+        (``financial``) and overrides them. A tool's output is untrusted unless ``trusted``
+        names it. Tools already in the catalog are updated when they differ; others are left
+        as they are. Writing the catalog is the DBA's: run this on such a connection.
         """
         entries = _catalog(tools, effects=effects, trusted=trusted)
         with _translate(), _atomic(self.conn), self.conn.cursor() as cur:
