@@ -1,4 +1,4 @@
-"""docs/python.md: the runnable example runs as written and prints what its comments say."""
+"""docs/python.md: each runnable example runs as written and prints what its comments say."""
 
 from __future__ import annotations
 
@@ -8,16 +8,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import PLATFORM
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "python.md"
 
 
-def runnable_block() -> str:
+def runnable_blocks() -> list[str]:
     text = GUIDE.read_text(encoding="utf-8")
-    m = re.search(r"<!-- runnable -->\n```python\n(.*?)```", text, re.S)
-    assert m, "docs/python.md has no runnable block"
-    return m.group(1)
+    blocks = re.findall(r"<!-- runnable -->\n```python\n(.*?)```", text, re.S)
+    # the platform's calls, the LangGraph guard, the OpenAI Agents guard, the spans
+    assert len(blocks) == 4, f"docs/python.md has {len(blocks)} runnable blocks"
+    return blocks
 
 
 def expected_output(code: str) -> list[str]:
@@ -35,8 +38,9 @@ def expected_output(code: str) -> list[str]:
     return out
 
 
-def test_the_guide_example() -> None:
-    code = runnable_block()
+@pytest.mark.parametrize("index", range(4))
+def test_the_guide_example(index: int) -> None:
+    code = runnable_blocks()[index]
     env = dict(os.environ, PGUSER=PLATFORM)
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
