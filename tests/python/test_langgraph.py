@@ -259,3 +259,41 @@ def test_names_and_an_unknown_tool(platform: Platform) -> None:
     m = one(node.invoke(ask("tickets.read", {"order": 1}, "n1")))
     assert m.status == "error" and "unknown_tool" in str(m.content)
     assert tools.ran == []
+
+
+def parallel(calls: list[tuple[str, dict[str, Any], str]]) -> dict[str, Any]:
+    tool_calls = [{"name": n, "args": a, "id": i} for n, a, i in calls]
+    return {"messages": [AIMessage(content="", tool_calls=tool_calls)]}
+
+
+CALLS = [("kb.search", {"q": str(n)}, f"p{n}") for n in range(8)] + [
+    ("stripe.refund", {"order": n}, f"r{n}") for n in range(4)
+]
+
+
+def check_parallel(run_id: uuid.UUID, messages: list[Any], tools: Tools) -> None:
+    by_id = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+    assert all(by_id[f"p{n}"].content == "refund policy: 30 days" for n in range(8))
+    assert all(by_id[f"r{n}"].status == "error" for n in range(4))
+    assert sorted(t for t, _ in tools.ran) == ["kb.search"] * 8
+    kinds = [s[0] for s in trail(run_id)]
+    assert kinds.count("tool_called") == 8 and kinds.count("tool_result") == 8
+    assert kinds.count("gate_decided") == 12
+
+
+def test_parallel_calls_on_a_run(platform: Platform) -> None:
+    """A ToolNode runs an AIMessage's calls in parallel threads: the guard's statements on the
+    run's one connection are serialized."""
+    run = platform.open_run("support-bot", "acme/platform")
+    run.input("{origin:webhook}")
+    tools = Tools()
+    app = graph(ToolNode(tools.all, wrap_tool_call=barrier_wrapper(run)))
+    check_parallel(run.id, app.invoke(parallel(CALLS))["messages"], tools)
+
+
+async def test_parallel_calls_on_an_async_run(aplatform: AsyncPlatform) -> None:
+    run = await aplatform.open_run("support-bot", "acme/platform")
+    await run.input("{origin:webhook}")
+    tools = Tools()
+    app = graph(ToolNode(tools.all, awrap_tool_call=barrier_wrapper(run)))
+    check_parallel(run.id, (await app.ainvoke(parallel(CALLS)))["messages"], tools)

@@ -229,3 +229,22 @@ def test_bad_arguments(platform: Platform) -> None:
     with pytest.raises(TypeError):
         barrier_guardrail(run).guard("tickets.read")  # type: ignore[arg-type]
     assert isinstance(barrier_guardrail(run), BarrierGuardrail)
+
+
+async def test_parallel_calls_on_an_async_run(aplatform: AsyncPlatform) -> None:
+    """One turn calling several tools: the SDK runs them at once, the guard's statements on
+    the run's connection take turns."""
+    run = await aplatform.open_run("support-bot", "acme/platform")
+    await run.input("{origin:webhook}")
+    tools = Tools()
+    guardrail = barrier_guardrail(run, names=catalog_name)
+    turn = [call("kb_search", {"q": str(n)}, f"k{n}") for n in range(6)]
+    turn += [call("stripe_refund", {"order": n}, f"s{n}") for n in range(3)]
+    model = ScriptedModel([turn, [say("ok")]])
+    await run_agent(model, guardrail.guard(*tools.all), "go")
+    out = model.tool_outputs()
+    assert [out[f"k{n}"] for n in range(6)] == ["refund policy: 30 days"] * 6
+    assert all("untrusted_to_irreversible" in out[f"s{n}"] for n in range(3))
+    kinds = [s[0] for s in trail(run.id)]
+    assert (kinds.count("gate_decided"), kinds.count("tool_called")) == (9, 6)
+    assert kinds.count("tool_result") == 6

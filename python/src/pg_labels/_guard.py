@@ -18,7 +18,10 @@ cannot be written, the output is withheld from the model.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, TypeAlias
@@ -36,6 +39,29 @@ _LabelsLike: TypeAlias = LabelSet | str | Iterable[str]
 OutputLabels: TypeAlias = Mapping[str, _LabelsLike] | Callable[[str, Any], _LabelsLike | None]
 
 _SQLSTATE_OF_RULE: Final = {c.RULE: c.SQLSTATE for c in _BY_SQLSTATE.values()}
+
+# An SDK runs a turn's tool calls at once (LangGraph's ToolNode in threads, or as tasks):
+# the guards' statements on one connection take turns, each check (gate, then call or
+# request) and each result whole. One lock per connection, for every guard on it.
+_LOCKS_GUARD: Final = threading.Lock()
+_LOCKS: weakref.WeakKeyDictionary[object, threading.Lock] = weakref.WeakKeyDictionary()
+_ALOCKS: weakref.WeakKeyDictionary[object, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _lock(conn: object) -> threading.Lock:
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(conn)
+        if lock is None:
+            lock = _LOCKS[conn] = threading.Lock()
+        return lock
+
+
+def _alock(conn: object) -> asyncio.Lock:
+    with _LOCKS_GUARD:
+        lock = _ALOCKS.get(conn)
+        if lock is None:
+            lock = _ALOCKS[conn] = asyncio.Lock()
+        return lock
 
 
 @dataclass(frozen=True)
@@ -147,12 +173,17 @@ class Guard:
         catalog = tool
         try:
             catalog = self._begin(tool, span)
-            decision = self.run.gate(catalog, args)
-            if decision.decision == "allow":
-                step = self.run.call(catalog, args)
+            with _lock(self.run.platform.conn):
+                decision = self.run.gate(catalog, args)
+                step = self.run.call(catalog, args) if decision.decision == "allow" else None
+                request = (
+                    self.run.request_approval(catalog, args, reason=decision.reason)
+                    if decision.decision == "ask"
+                    else None
+                )
+            if step is not None:
                 verdict = self._allowed(tool, decision, step)
-            elif decision.decision == "ask":
-                request = self.run.request_approval(catalog, args, reason=decision.reason)
+            elif request is not None:
                 verdict = self._asked(
                     tool, catalog, decision.rule, decision.reason, request, decision.step_id
                 )
@@ -173,12 +204,17 @@ class Guard:
         catalog = tool
         try:
             catalog = self._begin(tool, span)
-            decision = await self.run.gate(catalog, args)
-            if decision.decision == "allow":
-                step = await self.run.call(catalog, args)
+            async with _alock(self.run.platform.conn):
+                decision = await self.run.gate(catalog, args)
+                step = await self.run.call(catalog, args) if decision.decision == "allow" else None
+                request = (
+                    await self.run.request_approval(catalog, args, reason=decision.reason)
+                    if decision.decision == "ask"
+                    else None
+                )
+            if step is not None:
                 verdict = self._allowed(tool, decision, step)
-            elif decision.decision == "ask":
-                request = await self.run.request_approval(catalog, args, reason=decision.reason)
+            elif request is not None:
                 verdict = self._asked(
                     tool, catalog, decision.rule, decision.reason, request, decision.step_id
                 )
@@ -269,7 +305,9 @@ class Guard:
             raise TypeError("record() needs a Run; an AsyncRun's guard is awaited (arecord)")
         try:
             catalog = self.catalog_name(verdict.tool)
-            step = self.run.result(catalog, labels=self._labels(catalog, output))
+            labels = self._labels(catalog, output)
+            with _lock(self.run.platform.conn):
+                step = self.run.result(catalog, labels=labels)
         except Exception as err:
             return None, self._not_recorded(verdict, err)
         return self._recorded(verdict, step), None
@@ -280,7 +318,9 @@ class Guard:
             return self.record(verdict, output)
         try:
             catalog = self.catalog_name(verdict.tool)
-            step = await self.run.result(catalog, labels=self._labels(catalog, output))
+            labels = self._labels(catalog, output)
+            async with _alock(self.run.platform.conn):
+                step = await self.run.result(catalog, labels=labels)
         except Exception as err:
             return None, self._not_recorded(verdict, err)
         return self._recorded(verdict, step), None
