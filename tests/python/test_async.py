@@ -80,11 +80,15 @@ async def test_args_are_jsonb(aplatform: AsyncPlatform) -> None:
     await run.input("{origin:slack}")
     args = {"t": [1, "x"], "note": "it's 100% fine"}
     request = await run.request_approval("tickets.update", args)
+    assert await run.approval(request) is None
     approver = await aconnect(ALICE)
     try:
         await AsyncPlatform(approver).decide_approval(request, True)
     finally:
         await approver.close()
+    assert await run.approval(request) == "granted"
+    with pytest.raises(TypeError):
+        await run.approval("1")  # type: ignore[arg-type]
     with pytest.raises(ApprovalRequired):
         await run.call("tickets.update", {"t": [1, "x"]})
     step = await run.call("tickets.update", args)

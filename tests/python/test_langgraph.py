@@ -102,6 +102,9 @@ async def scenario(run: Run | AsyncRun, node: Invoke, tools: Tools, decide: Any)
     m = await node(ask("tickets.update", UPDATE, "c3"))
     assert m.status == "error" and "approval_required" in str(m.content)
     request = request_of(m)
+    # asked again before a person decides: the same request
+    m = await node(ask("tickets.update", UPDATE, "c3b"))
+    assert m.status == "error" and request_of(m) == request
     assert tools.ran == [("tickets.read", {"order": 1234})]
 
     decide(request)
@@ -128,6 +131,7 @@ async def scenario(run: Run | AsyncRun, node: Invoke, tools: Tools, decide: Any)
         ("gate_decided", "stripe.refund", "block", "untrusted_to_irreversible"),
         ("gate_decided", "tickets.update", "ask", "approval_required"),
         ("approval_requested", "tickets.update", None, None),
+        ("gate_decided", "tickets.update", "ask", "approval_required"),
         ("approval_decided", "tickets.update", "granted", None),
         ("gate_decided", "tickets.update", "allow", "approval_required"),
         ("tool_called", "tickets.update", "allow", "approval_required"),
@@ -243,6 +247,32 @@ def test_a_result_that_cannot_be_recorded_is_withheld() -> None:
     assert tools.ran == [("tickets.read", {"order": 9})]
     assert m.status == "error" and "ticket of order 9" not in str(m.content)
     assert str(m.content).startswith("pg_labels: the result of tickets.read could not be")
+
+
+def test_a_denied_approval(platform: Platform, approver: Platform) -> None:
+    """Denied: the model is told so, the tool never runs; the next attempt asks anew. Other
+    arguments are another call, with a request of their own."""
+    run = platform.open_run("support-bot", "acme/platform")
+    run.input("{origin:slack/T01/C02}")
+    tools = Tools()
+    app = graph(ToolNode(tools.all, wrap_tool_call=barrier_wrapper(run)))
+    first = request_of(one(app.invoke(ask("tickets.update", UPDATE, "d1"))))
+    other = request_of(
+        one(app.invoke(ask("tickets.update", {"ticket": 78, "status": "closed"}, "d2")))
+    )
+    assert other != first
+    approver.decide_approval(first, False, "not this one")
+    assert run.approval(first) == "denied" and run.approval(other) is None
+    m = one(app.invoke(ask("tickets.update", UPDATE, "d3")))
+    assert m.status == "error"
+    assert f"a person denied approval request {first} for this call" in str(m.content)
+    again = request_of(one(app.invoke(ask("tickets.update", UPDATE, "d4"))))
+    assert again > other
+    assert request_of(one(app.invoke(ask("tickets.update", UPDATE, "d5")))) == again
+    approver.decide_approval(again, True)
+    assert run.approval(again) == "granted"
+    assert one(app.invoke(ask("tickets.update", UPDATE, "d6"))).content == "ticket 77 is closed"
+    assert tools.ran == [("tickets.update", UPDATE)]
 
 
 def test_names_and_an_unknown_tool(platform: Platform) -> None:

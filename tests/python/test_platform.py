@@ -71,7 +71,9 @@ def test_approvals(platform: Platform, approver: Platform) -> None:
     # the writer cannot approve its own calls
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
         platform.decide_approval(request, True)
+    assert run.approval(request) is None
     decided = approver.decide_approval(request, True, "the customer asked")
+    assert run.approval(request) == "granted"
     assert decided > request
     assert run.gate("tickets.update", args).decision == "allow"
     step = run.call("tickets.update", args)

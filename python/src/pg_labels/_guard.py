@@ -102,6 +102,11 @@ def parse_arguments(arguments: object) -> object:
     return arguments
 
 
+def _call_key(catalog: str, args: object) -> tuple[str, str]:
+    """A call as the database compares approvals: the tool and its arguments as JSON."""
+    return catalog, json.dumps(args, sort_keys=True, separators=(",", ":"))
+
+
 def _why(err: BaseException) -> str:
     """The error's class, first line and SQLSTATE, for the model and the span."""
     text = str(err).strip().splitlines()
@@ -139,6 +144,7 @@ class Guard:
         ):
             raise TypeError("output_labels must be a mapping or a function (tool, output)")
         self.run = run
+        self._requests: dict[tuple[str, str], int] = {}
         self._names = names
         self._output_labels = output_labels
         self.tracing = Tracing(tracer_provider)
@@ -176,16 +182,16 @@ class Guard:
             with _lock(self.run.platform.conn):
                 decision = self.run.gate(catalog, args)
                 step = self.run.call(catalog, args) if decision.decision == "allow" else None
-                request = (
-                    self.run.request_approval(catalog, args, reason=decision.reason)
+                request, state = (
+                    self._request(catalog, args, decision.reason)
                     if decision.decision == "ask"
-                    else None
+                    else (None, None)
                 )
             if step is not None:
                 verdict = self._allowed(tool, decision, step)
             elif request is not None:
                 verdict = self._asked(
-                    tool, catalog, decision.rule, decision.reason, request, decision.step_id
+                    tool, catalog, decision.rule, decision.reason, request, decision.step_id, state
                 )
             else:
                 verdict = self._blocked(
@@ -207,16 +213,16 @@ class Guard:
             async with _alock(self.run.platform.conn):
                 decision = await self.run.gate(catalog, args)
                 step = await self.run.call(catalog, args) if decision.decision == "allow" else None
-                request = (
-                    await self.run.request_approval(catalog, args, reason=decision.reason)
+                request, state = (
+                    await self._arequest(catalog, args, decision.reason)
                     if decision.decision == "ask"
-                    else None
+                    else (None, None)
                 )
             if step is not None:
                 verdict = self._allowed(tool, decision, step)
             elif request is not None:
                 verdict = self._asked(
-                    tool, catalog, decision.rule, decision.reason, request, decision.step_id
+                    tool, catalog, decision.rule, decision.reason, request, decision.step_id, state
                 )
             else:
                 verdict = self._blocked(
@@ -225,6 +231,43 @@ class Guard:
         except Exception as err:
             verdict = self._failed(tool, catalog, err)
         return self._decided(verdict, span)
+
+    # An ``ask`` records one request per call (tool and arguments): while it waits, the same
+    # call asked again points at it instead of recording another; once it is denied the
+    # model is told so (and the next attempt asks anew); once granted and used, the next
+    # identical call asks again.
+
+    def _request(self, catalog: str, args: object, reason: str | None) -> tuple[int, str | None]:
+        if not isinstance(self.run, Run):
+            raise TypeError("an AsyncRun's requests are awaited")
+        key = _call_key(catalog, args)
+        pending = self._requests.get(key)
+        if pending is not None:
+            state = self.run.approval(pending)
+            if state is None or state == "denied":
+                if state == "denied":
+                    del self._requests[key]
+                return pending, state
+        request = self.run.request_approval(catalog, args, reason=reason)
+        self._requests[key] = request
+        return request, None
+
+    async def _arequest(
+        self, catalog: str, args: object, reason: str | None
+    ) -> tuple[int, str | None]:
+        if isinstance(self.run, Run):
+            return self._request(catalog, args, reason)
+        key = _call_key(catalog, args)
+        pending = self._requests.get(key)
+        if pending is not None:
+            state = await self.run.approval(pending)
+            if state is None or state == "denied":
+                if state == "denied":
+                    del self._requests[key]
+                return pending, state
+        request = await self.run.request_approval(catalog, args, reason=reason)
+        self._requests[key] = request
+        return request, None
 
     @staticmethod
     def _allowed(tool: str, decision: Decision, step: Step) -> Verdict:
@@ -240,13 +283,25 @@ class Guard:
 
     @staticmethod
     def _asked(
-        tool: str, catalog: str, rule: str | None, reason: str | None, request: int, step: int
+        tool: str,
+        catalog: str,
+        rule: str | None,
+        reason: str | None,
+        request: int,
+        step: int,
+        state: str | None = None,
     ) -> Verdict:
-        message = (
-            f"pg_labels: {catalog} needs a person's approval ({rule}: {reason}). Approval "
-            f"request {request} waits for a decision; the same call goes through once it is "
-            "granted."
-        )
+        if state == "denied":
+            message = (
+                f"pg_labels: {catalog} needs a person's approval ({rule}: {reason}), and a "
+                f"person denied approval request {request} for this call: it is refused."
+            )
+        else:
+            message = (
+                f"pg_labels: {catalog} needs a person's approval ({rule}: {reason}). Approval "
+                f"request {request} waits for a decision; the same call goes through once it "
+                "is granted."
+            )
         return Verdict(
             tool, "ask", rule, _SQLSTATE_OF_RULE.get(rule), reason, step, request, message
         )

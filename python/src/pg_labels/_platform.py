@@ -245,6 +245,10 @@ _GATE: Final = sql.SQL("SELECT decision, rule, reason, step_id FROM pg_labels.ga
 _REQUEST: Final = sql.SQL("SELECT pg_labels.request_approval(%s, %s, %s, %s, %s)")
 _DECIDE: Final = sql.SQL("SELECT pg_labels.decide_approval(%s, %s, %s)")
 _CARRIED: Final = sql.SQL("SELECT labels FROM pg_labels.runs WHERE id = %s")
+_APPROVAL: Final = sql.SQL(
+    "SELECT decision FROM pg_labels.steps "
+    "WHERE run_id = %s AND kind = 'approval_decided' AND request_id = %s"
+)
 _RUN: Final = sql.SQL("SELECT id, agent, scope, labels FROM pg_labels.runs WHERE id = %s")
 _SHARE_COLUMNS: Final = "id, to_scope"
 _TOOLS_UPSERT: Final = sql.SQL(
@@ -595,6 +599,16 @@ class Run:
         """Record a ``context_read`` of a shared artifact; the run then carries its labels.
         Raises :class:`DataBarrier` when no share offers it to this run."""
         return self._step("context_read", artifact_id=_uuid(artifact_id, "artifact_id"))
+
+    def approval(self, request: int) -> str | None:
+        """The decision of one of this run's approval requests: ``granted``, ``denied``, or
+        ``None`` while it waits (read from the ``approval_decided`` step)."""
+        if isinstance(request, bool) or not isinstance(request, int):
+            raise TypeError(f"request must be an int, not {type(request).__name__}")
+        with _translate(), self.platform.conn.cursor() as cur:
+            cur.execute(_APPROVAL, [self.id, request])
+            row = cur.fetchone()
+        return None if row is None else str(row[0])
 
     def carried(self) -> LabelSet:
         """What the run carries now (``runs.labels``)."""
@@ -970,6 +984,15 @@ class AsyncRun:
     async def read_context(self, artifact_id: uuid.UUID | str) -> Step:
         """See :meth:`Run.read_context`."""
         return await self._step("context_read", artifact_id=_uuid(artifact_id, "artifact_id"))
+
+    async def approval(self, request: int) -> str | None:
+        """See :meth:`Run.approval`."""
+        if isinstance(request, bool) or not isinstance(request, int):
+            raise TypeError(f"request must be an int, not {type(request).__name__}")
+        await self.platform._ready()
+        async with _atranslate():
+            row = await self.platform._exec.fetchone(_APPROVAL, [self.id, request])
+        return None if row is None else str(row[0])
 
     async def carried(self) -> LabelSet:
         """See :meth:`Run.carried`."""
