@@ -1,5 +1,6 @@
 """pg_labels for Python: the ``scope`` and ``labelset`` values, driver registration, refusals
-as exceptions, and the platform's calls.
+as exceptions, and the platform's calls; the guards for agent SDKs' tools are the modules
+``pg_labels.openai_agents`` and ``pg_labels.langgraph`` (with their extras).
 
 The values and the exceptions need no driver. ``register``, ``register_async``, ``Platform``
 and the rest of the platform's calls need psycopg 3 and are imported when first used, so that
