@@ -247,3 +247,21 @@ async def test_parallel_calls_on_an_async_run(aplatform: AsyncPlatform) -> None:
     kinds = [s[0] for s in trail(run.id)]
     assert (kinds.count("gate_decided"), kinds.count("tool_called")) == (9, 6)
     assert kinds.count("tool_result") == 6
+
+
+async def test_a_tool_that_fails(platform: Platform) -> None:
+    """A tool that raises: the SDK gives the model its own error text (the pinned version's
+    default hides the exception), which enters the run as the result like any output."""
+    from agents import function_tool
+
+    @function_tool(name_override="tickets_read")
+    def broken(order: int) -> str:
+        """Read the ticket of an order."""
+        raise RuntimeError("the ticket service is down")
+
+    run = platform.open_run("support-bot", "acme/platform")
+    guardrail = barrier_guardrail(run, names=catalog_name)
+    model = ScriptedModel([[call("tickets_read", {"order": 1}, "x1")], [say("ok")]])
+    await run_agent(model, guardrail.guard(broken), "read")
+    assert model.tool_outputs()["x1"].startswith("An error occurred while running the tool")
+    assert [s[0] for s in trail(run.id)] == ["gate_decided", "tool_called", "tool_result"]
