@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The Python package (python/, distribution pg-labels) against a running server: ruff, mypy
+# --strict, and pytest (values against the server's parser, drivers, refusals, the platform's
+# calls). Needs PGHOST/PGPORT/PGUSER (a superuser) of a cluster where pg_labels is installed
+# (this script does not install it); PGBIN names the directory of psql when it is not on PATH.
+# Makes a fresh database pg_labels_python there and drops it at the end; the tests make their
+# own roles (labels_py_*) and drop them. The virtual environment is kept in $PY_VENV
+# (default /tmp/pg_labels_python_venv) and reused while python/requirements-test.txt is the same.
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+: "${PGHOST:?set PGHOST (host or socket directory) of a cluster with pg_labels installed}"
+: "${PGPORT:?set PGPORT}"
+: "${PGUSER:?set PGUSER}"
+export PGHOST PGPORT PGUSER
+
+# The package runs on Python 3.10 and later; its pinned test tools (hypothesis, SQLAlchemy 2.1)
+# need 3.11. And python3's venv module (Debian ships it apart: python3-venv).
+python3 -c 'import sys; assert sys.version_info >= (3, 11), sys.version' ||
+    { echo "python: the tests need Python 3.11 or later as python3" >&2; exit 1; }
+if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    else
+        echo "python: needs python3's venv module (Debian: apt-get install python3-venv)" >&2
+        exit 1
+    fi
+fi
+
+venv=${PY_VENV:-/tmp/pg_labels_python_venv}
+requirements=$ROOT/python/requirements-test.txt
+stamp=$(sha256sum "$requirements" | cut -d' ' -f1)
+if [ "$(cat "$venv/.requirements" 2>/dev/null || true)" != "$stamp" ]; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$requirements"
+    echo "$stamp" > "$venv/.requirements"
+fi
+# The package itself, afresh every run (not editable: the tests import what pip installed).
+"$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation --force-reinstall \
+    --no-deps "$ROOT/python[asyncpg,sqlalchemy,openai-agents,langgraph,otel]"
+"$venv/bin/pip" check -q >/dev/null 2>&1 || "$venv/bin/pip" check
+
+echo "python: ruff"
+"$venv/bin/ruff" check --config "$ROOT/python/pyproject.toml" "$ROOT/python/src" "$ROOT/tests/python"
+echo "python: mypy --strict"
+(cd "$ROOT/python" && "$venv/bin/mypy" --strict src/pg_labels)
+
+db=pg_labels_python
+admin() { PGOPTIONS="-c client_min_messages=warning" "${PGBIN:+$PGBIN/}psql" -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
+admin -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+# Drop it on the way out too, should a step fail.
+trap 'admin -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
+"${PGBIN:+$PGBIN/}psql" -X -q -v ON_ERROR_STOP=1 -d "$db" -c "CREATE EXTENSION pg_labels"
+# A second database without the extension, for ExtensionMissing.
+admin -c "DROP DATABASE IF EXISTS ${db}_bare" -c "CREATE DATABASE ${db}_bare"
+trap 'admin -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "DROP DATABASE IF EXISTS ${db}_bare WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
+
+echo "python: pytest"
+(cd "$ROOT/tests/python" &&
+    PGDATABASE=$db PG_LABELS_BARE_DB=${db}_bare "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+        ${PYTEST_ARGS:-})
+
+admin -c "DROP DATABASE $db" -c "DROP DATABASE ${db}_bare"
+trap - EXIT
+echo "python: ok"
