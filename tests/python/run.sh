@@ -42,6 +42,11 @@ fi
 "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation --force-reinstall \
     --no-deps "$ROOT/python[asyncpg,sqlalchemy,openai-agents,langgraph,otel]"
 "$venv/bin/pip" check -q >/dev/null 2>&1 || "$venv/bin/pip" check
+# ... and docs/python.md's install lines, as written, from the repository's root with the
+# environment's pip (the extras it names resolve; what they need is installed above)
+echo "python: docs/python.md's install lines"
+(cd "$ROOT" && PATH="$venv/bin:$PATH" bash -euo pipefail -c "$(awk '/^## Install/ { on = 1 } on && /^```sh/ { block = 1; next }
+    block && /^```/ { exit } block' docs/python.md)") >/dev/null
 
 echo "python: ruff"
 "$venv/bin/ruff" check --config "$ROOT/python/pyproject.toml" "$ROOT/python/src" "$ROOT/tests/python"

@@ -1,4 +1,5 @@
-"""docs/python.md: each runnable example runs as written and prints what its comments say."""
+"""docs/python.md and README.md: each runnable example runs as written and prints what its
+comments say."""
 
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ import pytest
 from conftest import PLATFORM
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "python.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def runnable_blocks() -> list[str]:
-    text = GUIDE.read_text(encoding="utf-8")
+def runnable_blocks(page: Path = GUIDE, count: int = 4) -> list[str]:
+    text = page.read_text(encoding="utf-8")
     blocks = re.findall(r"<!-- runnable -->\n```python\n(.*?)```", text, re.S)
-    # the platform's calls, the LangGraph guard, the OpenAI Agents guard, the spans
-    assert len(blocks) == 4, f"docs/python.md has {len(blocks)} runnable blocks"
+    # docs/python.md: the platform's calls, the LangGraph guard, the OpenAI Agents guard, the
+    # spans; README.md: its Python service
+    assert len(blocks) == count, f"{page.name} has {len(blocks)} runnable blocks"
     return blocks
 
 
@@ -41,6 +44,17 @@ def expected_output(code: str) -> list[str]:
 @pytest.mark.parametrize("index", range(4))
 def test_the_guide_example(index: int) -> None:
     code = runnable_blocks()[index]
+    env = dict(os.environ, PGUSER=PLATFORM)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == expected_output(code)
+
+
+def test_the_readme_example() -> None:
+    """The README's Python service, as its platform role (here the suite's)."""
+    (code,) = runnable_blocks(README, 1)
     env = dict(os.environ, PGUSER=PLATFORM)
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
