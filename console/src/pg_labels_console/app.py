@@ -111,8 +111,9 @@ def escaping(labels: list[str] | None, scope: str | None) -> set[str]:
 
 
 class Console:
-    def __init__(self, database_url: str, secure_cookies: bool, idle_timeout: float) -> None:
+    def __init__(self, database_url: str, secure_cookies: bool, idle_timeout: float, page_size: int = PAGE_SIZE) -> None:
         self.database_url = database_url
+        self.page_size = page_size
         self.secure_cookies = secure_cookies
         self.sessions = SessionStore(idle_timeout)
         self.env = jinja2.Environment(
@@ -305,9 +306,9 @@ class Console:
                 errors.append("not a page of this list")
 
         def work(conn: db.Conn) -> dict[str, Any]:
-            rows = db.runs(conn, f, PAGE_SIZE + 1)
-            more = len(rows) > PAGE_SIZE
-            rows = rows[:PAGE_SIZE]
+            rows = db.runs(conn, f, self.page_size + 1)
+            more = len(rows) > self.page_size
+            rows = rows[:self.page_size]
             nxt = None
             if more:
                 last = rows[-1]
@@ -398,12 +399,15 @@ class NotFound(Exception):
 
 def message(e: psycopg.Error) -> str:
     """The database's own message (and SQLSTATE), nothing of the console's."""
-    primary = e.diag.message_primary or str(e).strip()
-    return f"{primary} ({e.sqlstate})" if e.sqlstate else primary
+    text = e.diag.message_primary or str(e).strip()
+    if e.diag.message_detail:
+        text += " " + e.diag.message_detail
+    return f"{text} (SQLSTATE {e.sqlstate})" if e.sqlstate else text
 
 
-def create_app(database_url: str, *, secure_cookies: bool = False, idle_timeout: float = 1800) -> Starlette:
-    c = Console(database_url, secure_cookies, idle_timeout)
+def create_app(database_url: str, *, secure_cookies: bool = False, idle_timeout: float = 1800,
+               page_size: int = PAGE_SIZE) -> Starlette:
+    c = Console(database_url, secure_cookies, idle_timeout, page_size)
     Handler = Callable[[Request], Awaitable[Response]]
     routes: list[tuple[str, Handler, list[str]]] = [
         ("/", c.index, ["GET"]),

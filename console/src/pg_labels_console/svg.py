@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 190, 46, 30, 70, 20
+LABEL_ROOM = 220  # right of the nodes, for the last edge's digest and labels
 
 
 @dataclass
@@ -84,11 +85,12 @@ def lineage_graph(run: dict[str, Any] | None, run_id: uuid.UUID, rows: list[dict
     for depth, layer in layers.items():
         row_w = len(layer) * NODE_W + (len(layer) - 1) * GAP_X
         x0 = (width - row_w) / 2
+        
         for i, n in enumerate(layer):
             n.x = x0 + i * (NODE_W + GAP_X)
             n.y = PAD + depth * (NODE_H + GAP_Y)
     height = PAD * 2 + (max(layers) + 1) * NODE_H + max(layers) * GAP_Y
-    g = Graph(width=width, height=height, nodes=list(nodes.values()))
+    g = Graph(width=width + LABEL_ROOM, height=height, nodes=list(nodes.values()))
     for up, rd, r in pairs:
         a, b = nodes[up], nodes[rd]
         # from the upstream run (below) up to the run that read its artifact
