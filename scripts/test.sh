@@ -24,7 +24,7 @@ declare -A REGRESS=(
     [rls]="rls analyst_queries provenance citus_functions"
     [security]="hostile_triggers hardening attacks"
 )
-ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client fuzz citus)
+ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client console fuzz citus)
 
 passed=0
 failed=0
@@ -182,6 +182,11 @@ fi
 if wants client; then
     log "the typed Rust client (client/) against the server"
     set +e; "$ROOT/tests/client/run.sh"; result client $?; set -e
+fi
+
+if wants console; then
+    log "the web console (console/) against its own cluster, in headless Chromium"
+    set +e; PGBIN=$PGBIN "$ROOT/tests/console/run.sh"; result console $?; set -e
 fi
 
 if wants package; then
