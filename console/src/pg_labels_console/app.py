@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timezone
@@ -17,7 +18,9 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.middleware import Middleware
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import db, svg
 from .sessions import Session, SessionStore
@@ -405,6 +408,28 @@ def message(e: psycopg.Error) -> str:
     return f"{text} (SQLSTATE {e.sqlstate})" if e.sqlstate else text
 
 
+class ServerTiming:
+    """Adds `Server-Timing: app;dur=MS`: the time from the request to the response's headers
+    (the page built and rendered), for bench/console.sh."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+
+        async def timed(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                ms = (time.perf_counter() - start) * 1000
+                message["headers"] = list(message.get("headers", [])) + [
+                    (b"server-timing", f"app;dur={ms:.2f}".encode())]
+            await send(message)
+        await self.app(scope, receive, timed)
+
+
 def create_app(database_url: str, *, secure_cookies: bool = False, idle_timeout: float = 1800,
                page_size: int = PAGE_SIZE) -> Starlette:
     c = Console(database_url, secure_cookies, idle_timeout, page_size)
@@ -427,6 +452,7 @@ def create_app(database_url: str, *, secure_cookies: bool = False, idle_timeout:
         yield
         c.sessions.close_all()
 
-    app = Starlette(routes=[Route(p, h, methods=m) for p, h, m in routes], lifespan=lifespan)
+    app = Starlette(routes=[Route(p, h, methods=m) for p, h, m in routes], lifespan=lifespan,
+                    middleware=[Middleware(ServerTiming)])
     app.state.console = c
     return app
