@@ -153,7 +153,7 @@ def refusals_chart(rows: list[dict[str, Any]], days: int, today: datetime) -> Ba
     baseline = top + bar_area_h
     segs: list[Segment] = []
     for d, parts in per_day.items():
-        y = baseline
+        y: float = baseline
         for rule, n in sorted(parts):
             h = max(n * scale, 1.0)
             y -= h
