@@ -124,6 +124,9 @@ for name, path, check, goal in (("run page (1,000 steps)", f"/runs/{run_id}", ru
                                 ("runs list (first page, 50 runs)", "/runs", runs_list, 500)):
     m, p, wm, wp = measure(path, check)
     print(f"{name:34} {m:11.1f} ms {p:8.1f} ms {wm:9.1f} ms {wp:6.1f} ms   (goal < {goal} ms: {'met' if p < goal else 'NOT met'} at p95)")
+for name, path in (("approvals (for scale, no goal)", "/approvals"), ("refusals (for scale, no goal)", "/refusals")):
+    m, p, wm, wp = measure(path, lambda resp: resp.status_code == 200 or sys.exit(f"{path}: {resp.status_code}"))
+    print(f"{name:34} {m:11.1f} ms {p:8.1f} ms {wm:9.1f} ms {wp:6.1f} ms")
 nxt = re.search(r'id="next-page" href="([^"]+)"', c.get("/runs").text)
 if nxt and steps // 1000 >= 100:
     m, p, wm, wp = measure(nxt.group(1).replace("&amp;", "&"), runs_list)
