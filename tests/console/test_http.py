@@ -132,6 +132,14 @@ def test_idle_sessions_expire(ids: dict[str, Any]) -> None:
     assert pending(ids["grant_me"])
 
 
+def test_an_idle_session_s_connection_closes_unasked() -> None:
+    with signed_in("console_gina", "globex", idle_timeout=1.0) as c:
+        c.get("/runs")
+        assert admin("SELECT 1 FROM pg_stat_activity WHERE usename = 'console_gina'")
+        time.sleep(2.5)  # no request: the sweeper ends the session
+        assert not admin("SELECT 1 FROM pg_stat_activity WHERE usename = 'console_gina'")
+
+
 def test_sign_out_ends_the_session() -> None:
     with signed_in("console_ana", "acme/platform") as c:
         old = c.cookies.get("pg_labels_console")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import secrets
@@ -463,8 +464,16 @@ def create_app(database_url: str, *, secure_cookies: bool = False, idle_timeout:
     ]
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
-        c.sessions.close_all()
+        async def sweeper() -> None:  # idle sessions' connections close even when no one asks
+            while True:
+                await asyncio.sleep(min(30.0, idle_timeout / 2))
+                await run_in_threadpool(c.sessions.sweep)
+        task = asyncio.create_task(sweeper())
+        try:
+            yield
+        finally:
+            task.cancel()
+            c.sessions.close_all()
 
     app = Starlette(routes=[Route(p, h, methods=m) for p, h, m in routes], lifespan=lifespan,
                     middleware=[Middleware(ServerTiming)])

@@ -43,6 +43,7 @@ class SessionStore:
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
         self._last_sweep = time.monotonic()
+        self._expired: dict[str, None] = {}  # ids that expired lately, oldest first: "your session expired"
 
     def new(self) -> Session:
         s = Session(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32), last_seen=time.monotonic())
@@ -64,7 +65,7 @@ class SessionStore:
             self._sweep()
             s = self._sessions.get(sid)
             if s is None:
-                return None, False
+                return None, self._expired.pop(sid, 0) is None
             if now - s.last_seen > self.idle_timeout:
                 del self._sessions[sid]
                 expired = True
@@ -89,15 +90,24 @@ class SessionStore:
             self._sessions[s.id] = s
         return s
 
-    def _sweep(self) -> None:
+    def sweep(self) -> None:
+        """End every idle session now, closing its connection (the app calls it every 30 s)."""
+        with self._lock:
+            self._sweep(force=True)
+
+    def _sweep(self, force: bool = False) -> None:
         now = time.monotonic()
-        if now - self._last_sweep < 30:
+        if not force and now - self._last_sweep < 30:
             return
         self._last_sweep = now
         dead = [s for s in self._sessions.values() if now - s.last_seen > self.idle_timeout]
         for s in dead:
             del self._sessions[s.id]
+            if s.role is not None:
+                self._expired[s.id] = None
             s.close()
+        while len(self._expired) > 10_000:
+            del self._expired[next(iter(self._expired))]
 
     def close_all(self) -> None:
         with self._lock:
