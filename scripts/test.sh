@@ -4,8 +4,8 @@
 #   scripts/test.sh              everything (CI runs this: .ci/run)
 #   scripts/test.sh SUITE ...    one or more suites: core, pgtest, structure, types, platform,
 #                                sharing, publication, rls, docs, security, isolation,
-#                                concurrency, dump, upgrade, package, client, python, fuzz,
-#                                citus
+#                                concurrency, dump, upgrade, package, client, python,
+#                                console, fuzz, citus
 #   scripts/test.sh FILE ...     one or more pg_regress files by name (e.g. trail, scope)
 #   PG_MAJOR=16 scripts/test.sh  the same against another PostgreSQL (13 to 18; default 15)
 # With no arguments and no PG_MAJOR, everything runs on 15, then every suite that needs a
@@ -25,7 +25,7 @@ declare -A REGRESS=(
     [rls]="rls analyst_queries provenance citus_functions"
     [security]="hostile_triggers hardening attacks"
 )
-ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client python fuzz citus)
+ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client python console fuzz citus)
 
 passed=0
 failed=0
@@ -188,6 +188,11 @@ fi
 if wants python; then
     log "the Python package (python/) against the server"
     set +e; "$ROOT/tests/python/run.sh"; result python $?; set -e
+fi
+
+if wants console; then
+    log "the web console (console/) against its own cluster, in headless Chromium"
+    set +e; PGBIN=$PGBIN "$ROOT/tests/console/run.sh"; result console $?; set -e
 fi
 
 if wants package; then

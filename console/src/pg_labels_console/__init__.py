@@ -1,0 +1,1 @@
+"""pg_labels console: the trail and the approver's queue, read as the signed-in role."""

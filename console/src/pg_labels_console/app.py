@@ -1,0 +1,481 @@
+"""The console's pages: Starlette, server-rendered Jinja2 (autoescaped), no JavaScript."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+import jinja2
+import psycopg
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.middleware import Middleware
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from . import db, svg
+from .sessions import Session, SessionStore
+
+COOKIE = "pg_labels_console"
+PAGE_SIZE = 50
+CHART_DAYS = 30
+T = TypeVar("T")
+
+SIGN_IN_FAILED = "Sign-in failed: no role that may sign in has this name and password."
+
+# What the operator reads beside a blocked call: the product page's words (seed-en.md).
+EXPLANATIONS: dict[str, tuple[str, list[str]]] = {
+    "data_barrier": (
+        "The run carries data from outside this company or area. This is not a policy to edit and not "
+        "a missing approval; it means the data flow crossed a boundary the platform is not authorized to cross.",
+        [
+            "Check that the agent was published in the right company and area.",
+            "Check that the channel's conversation points at the same area as the agent.",
+            "Check the event binding before assuming the listener is wrong.",
+            "Do not try to fix it by widening the query. The label has already travelled.",
+        ],
+    ),
+    "untrusted_to_irreversible": (
+        "Data from an untrusted source (Slack, a webhook, an event or a tool response) would reach a "
+        "destructive or financial tool. Such actions do not become safe by being approved after the model "
+        "has already proposed them.",
+        [],
+    ),
+    "approval_required": (
+        "A reversible write on untrusted data: the gate asks a person on the concrete call, with the real "
+        "arguments in front of them.",
+        [],
+    ),
+    "unknown_tool": ("The tool is not in the tool catalog, and the platform fails closed.", []),
+    "sealed": ("The trail is sealed: what it holds is never changed or deleted, for any role.", []),
+}
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+def _ts(value: datetime | None) -> str:
+    if value is None:
+        return ""
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _pretty_json(value: Any) -> str:
+    if value is None:
+        return ""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def label_class(label: str, escaping: set[str]) -> str:
+    classes = ["chip"]
+    if label.startswith("origin:"):
+        classes.append("origin")
+    if label in escaping:
+        classes.append("escaping")
+    return " ".join(classes)
+
+
+def chip_list(labels: list[str] | None, marks: set[str]) -> list[tuple[str, str, str]]:
+    """(label, CSS class, title) for each label: built once per row, not in the template."""
+    out = []
+    for label in labels or []:
+        cls = label_class(label, marks)
+        title = ("cannot be carried by the run's scope" if label in marks
+                 else "untrusted origin" if label.startswith("origin:") else "")
+        out.append((label, cls, title))
+    return out
+
+
+def _scope_of_label(label: str) -> str | None:
+    if label == "installation":
+        return "*"
+    for prefix in ("company:", "area:"):
+        if label.startswith(prefix):
+            return label[len(prefix):]
+    return None
+
+
+def escaping(labels: list[str] | None, scope: str | None) -> set[str]:
+    """The scope labels `scope` cannot carry (the barrier rule, as labelset_escaping says)."""
+    if not labels or not scope:
+        return set()
+    out = set()
+    for label in labels:
+        s = _scope_of_label(label)
+        if s is None:
+            continue
+        if not (scope == "*" or s == scope or s.startswith(scope + "/")):
+            out.add(label)
+    return out
+
+
+class Console:
+    def __init__(self, database_url: str, secure_cookies: bool, idle_timeout: float, page_size: int = PAGE_SIZE) -> None:
+        self.database_url = database_url
+        self.page_size = page_size
+        self.secure_cookies = secure_cookies
+        self.sessions = SessionStore(idle_timeout)
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+            autoescape=True,
+            undefined=jinja2.StrictUndefined,
+        )
+        self.env.filters["ts"] = _ts
+        self.env.filters["pretty_json"] = _pretty_json
+        self.env.filters["short"] = svg.short
+        self.env.globals["label_class"] = label_class
+        self.env.globals["explanations"] = EXPLANATIONS
+
+    # -- sessions and responses ------------------------------------------------------------
+
+    def render(self, request: Request, s: Session | None, name: str, status: int = 200, **ctx: Any) -> Response:
+        flash = []
+        if s is not None:
+            flash, s.flash = s.flash, []
+        html = self.env.get_template(name).render(session=s, flash=flash, request=request, **ctx)
+        resp = HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+        if s is not None:
+            self.set_cookie(resp, s)
+        return resp
+
+    def set_cookie(self, resp: Response, s: Session) -> None:
+        resp.set_cookie(COOKIE, s.id, httponly=True, samesite="lax", secure=self.secure_cookies, path="/")
+
+    def redirect(self, url: str, s: Session | None = None) -> Response:
+        resp = RedirectResponse(url, status_code=303, headers=SECURITY_HEADERS)
+        if s is not None:
+            self.set_cookie(resp, s)
+        return resp
+
+    def forbidden(self, request: Request, why: str) -> Response:
+        return self.render(request, None, "forbidden.html", status=403, why=why)
+
+    def signed_in(self, request: Request) -> tuple[Session | None, Response | None]:
+        """The signed-in session of a GET, or where to send the browser instead."""
+        s, expired = self.sessions.get(request.cookies.get(COOKIE))
+        if s is None or s.role is None:
+            return None, self.redirect("/login?expired=1" if expired else "/login")
+        return s, None
+
+    async def posted(self, request: Request) -> tuple[Session | None, dict[str, str], Response | None]:
+        """The session of a POST whose CSRF token matches it, and its form; 403 otherwise."""
+        s, _ = self.sessions.get(request.cookies.get(COOKIE))
+        if s is None:
+            return None, {}, self.forbidden(request, "Your session has ended or expired. Sign in again.")
+        form = await request.form()
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        if not secrets.compare_digest(fields.get("csrf", ""), s.csrf):
+            return None, {}, self.forbidden(request, "The form's security token does not match your session.")
+        return s, fields, None
+
+    async def with_db(self, s: Session, work: Callable[[db.Conn], T], scoped: bool = True) -> T:
+        """Run `work` on the session's connection in one transaction, in the scope it entered."""
+        def run() -> T:
+            with s.lock:
+                if s.conn is None or s.conn.closed:
+                    raise ConnectionLost()
+                try:
+                    with s.conn.transaction():
+                        if scoped and s.scope:
+                            db.enter(s.conn, s.scope)
+                        return work(s.conn)
+                except psycopg.OperationalError as e:
+                    if s.conn.closed or s.conn.broken:
+                        raise ConnectionLost() from e
+                    raise
+        return await run_in_threadpool(run)
+
+    # -- pages -----------------------------------------------------------------------------
+
+    async def index(self, request: Request) -> Response:
+        return self.redirect("/runs")
+
+    async def login_page(self, request: Request) -> Response:
+        s, expired = self.sessions.get(request.cookies.get(COOKIE))
+        if s is not None and s.role is not None:
+            return self.redirect("/runs")
+        if s is None:
+            s = self.sessions.new()
+        notice = None
+        if expired or request.query_params.get("expired"):
+            notice = "Your session expired. Sign in again."
+        elif request.query_params.get("lost"):
+            notice = "The connection to the database was lost. Sign in again."
+        return self.render(request, s, "login.html", notice=notice, error=None, role="")
+
+    async def login(self, request: Request) -> Response:
+        s, form, denied = await self.posted(request)
+        if denied or s is None:
+            return denied or self.forbidden(request, "")
+        role, password = form.get("role", "").strip(), form.get("password", "")
+        if s.role is not None:
+            return self.redirect("/runs", s)
+        if not role or not password:
+            return self.render(request, s, "login.html", status=401, notice=None, error=SIGN_IN_FAILED, role=role)
+        try:
+            conn = await run_in_threadpool(db.connect, self.database_url, role, password)
+        except db.SignInFailed:
+            return self.render(request, s, "login.html", status=401, notice=None, error=SIGN_IN_FAILED, role=role)
+        except db.DatabaseUnreachable:
+            return self.render(request, s, "login.html", status=503, notice=None,
+                               error="The database could not be reached. Try again later.", role=role)
+        s = self.sessions.rotate(s)
+        s.role, s.conn = role, conn
+        return self.redirect("/scope", s)
+
+    async def logout(self, request: Request) -> Response:
+        s, _, denied = await self.posted(request)
+        if denied or s is None:
+            return denied or self.forbidden(request, "")
+        self.sessions.drop(s)
+        resp = self.redirect("/login")
+        resp.delete_cookie(COOKIE, path="/")
+        return resp
+
+    async def scope_page(self, request: Request) -> Response:
+        s, away = self.signed_in(request)
+        if s is None:
+            return away or self.redirect("/login")
+        try:
+            scopes = await self.with_db(s, db.list_scopes, scoped=False)
+        except ConnectionLost:
+            return self.lost(s)
+        return self.render(request, s, "scope.html", scopes=scopes, error=None)
+
+    async def choose_scope(self, request: Request) -> Response:
+        s, form, denied = await self.posted(request)
+        if denied or s is None:
+            return denied or self.forbidden(request, "")
+        if s.role is None:
+            return self.forbidden(request, "Sign in first.")
+        scope = (form.get("other") or form.get("scope") or "").strip()
+
+        def check(conn: db.Conn) -> None:
+            db.enter(conn, scope)
+        try:
+            await self.with_db(s, check, scoped=False)
+        except ConnectionLost:
+            return self.lost(s)
+        except psycopg.Error as e:
+            scopes = await self.with_db(s, db.list_scopes, scoped=False)
+            return self.render(request, s, "scope.html", status=403, scopes=scopes,
+                               error=f"The database refused scope {scope!r}: {message(e)}")
+        s.scope = scope
+        return self.redirect("/runs", s)
+
+    def lost(self, s: Session) -> Response:
+        self.sessions.drop(s)
+        return self.redirect("/login?lost=1")
+
+    def needs_scope(self, s: Session) -> Response | None:
+        return None if s.scope else self.redirect("/scope", s)
+
+    async def page(self, request: Request, template: str, work: Callable[[db.Conn], dict[str, Any]]) -> Response:
+        s, away = self.signed_in(request)
+        if s is None:
+            return away or self.redirect("/login")
+        if (go := self.needs_scope(s)) is not None:
+            return go
+        try:
+            ctx = await self.with_db(s, work)
+        except ConnectionLost:
+            return self.lost(s)
+        except NotFound as e:
+            return self.render(request, s, "notfound.html", status=404, what=str(e))
+        except psycopg.Error as e:
+            return self.render(request, s, "error.html", status=500, error=message(e))
+        return self.render(request, s, template, **ctx)
+
+    async def runs_page(self, request: Request) -> Response:
+        q = request.query_params
+        f = db.RunFilter(agent=q.get("agent") or None, label=(q.get("label") or "").strip() or None)
+        errors = []
+        for name in ("since", "until"):
+            if q.get(name):
+                try:
+                    value = datetime.fromisoformat(q[name])
+                    setattr(f, name, value if value.tzinfo else value.replace(tzinfo=timezone.utc))
+                except ValueError:
+                    errors.append(f"{name}: not a date and time")
+        if q.get("after"):
+            try:
+                at, _, rid = q["after"].rpartition("_")
+                f.after = (datetime.fromisoformat(at), uuid.UUID(rid))
+            except ValueError:
+                errors.append("not a page of this list")
+
+        def work(conn: db.Conn) -> dict[str, Any]:
+            rows = db.runs(conn, f, self.page_size + 1)
+            more = len(rows) > self.page_size
+            rows = rows[:self.page_size]
+            nxt = None
+            if more:
+                last = rows[-1]
+                params = {k: v for k, v in q.items() if k != "after" and v}
+                params["after"] = f"{last['opened_at'].isoformat()}_{last['id']}"
+                nxt = params
+            return {"runs": rows, "next": nxt, "filters": dict(q), "errors": errors,
+                    "first": {k: v for k, v in q.items() if k != "after" and v} if f.after else None}
+        return await self.page(request, "runs.html", work)
+
+    async def run_page(self, request: Request) -> Response:
+        try:
+            run_id = uuid.UUID(request.path_params["run_id"])
+        except ValueError:
+            run_id = None
+
+        def work(conn: db.Conn) -> dict[str, Any]:
+            if run_id is None:
+                raise NotFound("no such run")
+            run = db.run(conn, run_id)
+            steps = db.steps(conn, run_id)
+            if run is None and not steps:
+                raise NotFound("No run with this id is visible in this scope.")
+            decided = {st["request_id"]: st for st in steps if st["kind"] == "approval_decided"}
+            scope = run["scope"] if run else None
+            for st in steps:  # what each row shows, prepared here: a 1,000-step page renders fast
+                st["chips"] = chip_list(st["labels"], escaping(st["labels"], scope))
+                st["args_text"] = _pretty_json(st["args"])
+                st["when"] = _ts(st["created_at"])
+            verdict = db.verify(conn, run_id)
+            lineage = db.lineage(conn, run_id)
+            graph = svg.lineage_graph(run, run_id, lineage) if lineage else None
+            return {"run": run, "run_id": run_id, "steps": steps, "decided": decided,
+                    "run_escaping": escaping(run["labels"], scope) if run else set(),
+                    "verdict": verdict, "lineage": lineage, "graph": graph}
+        return await self.page(request, "run.html", work)
+
+    async def approvals_page(self, request: Request) -> Response:
+        def work(conn: db.Conn) -> dict[str, Any]:
+            pending = db.pending_requests(conn)
+            sources = db.label_sources(conn, list({p["run_id"] for p in pending}))
+            by_run: dict[Any, list[dict[str, Any]]] = {}
+            for src in sources:
+                by_run.setdefault(src["run_id"], []).append(src)
+            for p in pending:
+                p["sources"] = [x for x in by_run.get(p["run_id"], []) if x["id"] <= p["id"]]
+                p["escaping"] = escaping(p["run_labels"], p["scope"])
+            return {"pending": pending, "decisions": db.recent_decisions(conn)}
+        return await self.page(request, "approvals.html", work)
+
+    async def decide(self, request: Request) -> Response:
+        s, form, denied = await self.posted(request)
+        if denied or s is None:
+            return denied or self.forbidden(request, "")
+        if s.role is None:
+            return self.forbidden(request, "Sign in first.")
+        try:
+            request_id = int(request.path_params["request_id"])
+        except ValueError:
+            return self.forbidden(request, "No such request.")
+        choice = form.get("decision")
+        if choice not in ("grant", "deny"):
+            s.flash.append(("error", "Choose grant or deny."))
+            return self.redirect("/approvals", s)
+        reason = form.get("reason", "").strip() or None
+        try:
+            await self.with_db(s, lambda conn: db.decide(conn, request_id, choice == "grant", reason))
+        except ConnectionLost:
+            return self.lost(s)
+        except psycopg.Error as e:
+            s.flash.append(("error", f"The database refused to decide request {request_id}: {message(e)}"))
+            return self.redirect("/approvals", s)
+        s.flash.append(("ok", f"Request {request_id} {'granted' if choice == 'grant' else 'denied'}."))
+        return self.redirect("/approvals", s)
+
+    async def refusals_page(self, request: Request) -> Response:
+        def work(conn: db.Conn) -> dict[str, Any]:
+            rows = db.refusals_by_day(conn, CHART_DAYS)
+            chart = svg.refusals_chart(rows, CHART_DAYS, datetime.now(timezone.utc))
+            return {"chart": chart, "recent": db.recent_refusals(conn), "days": CHART_DAYS}
+        return await self.page(request, "refusals.html", work)
+
+
+class ConnectionLost(Exception):
+    pass
+
+
+class NotFound(Exception):
+    pass
+
+
+def message(e: psycopg.Error) -> str:
+    """The database's own message (and SQLSTATE), nothing of the console's."""
+    text = e.diag.message_primary or str(e).strip()
+    if e.diag.message_detail:
+        text += " " + e.diag.message_detail
+    return f"{text} (SQLSTATE {e.sqlstate})" if e.sqlstate else text
+
+
+class ServerTiming:
+    """Adds `Server-Timing: app;dur=MS`: the time from the request to the response's headers
+    (the page built and rendered), for bench/console.sh."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+
+        async def timed(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                ms = (time.perf_counter() - start) * 1000
+                message["headers"] = list(message.get("headers", [])) + [
+                    (b"server-timing", f"app;dur={ms:.2f}".encode())]
+            await send(message)
+        await self.app(scope, receive, timed)
+
+
+def create_app(database_url: str, *, secure_cookies: bool = False, idle_timeout: float = 1800,
+               page_size: int = PAGE_SIZE) -> Starlette:
+    c = Console(database_url, secure_cookies, idle_timeout, page_size)
+    Handler = Callable[[Request], Awaitable[Response]]
+    routes: list[tuple[str, Handler, list[str]]] = [
+        ("/", c.index, ["GET"]),
+        ("/login", c.login_page, ["GET"]),
+        ("/login", c.login, ["POST"]),
+        ("/logout", c.logout, ["POST"]),
+        ("/scope", c.scope_page, ["GET"]),
+        ("/scope", c.choose_scope, ["POST"]),
+        ("/runs", c.runs_page, ["GET"]),
+        ("/runs/{run_id}", c.run_page, ["GET"]),
+        ("/approvals", c.approvals_page, ["GET"]),
+        ("/approvals/{request_id}", c.decide, ["POST"]),
+        ("/refusals", c.refusals_page, ["GET"]),
+    ]
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async def sweeper() -> None:  # idle sessions' connections close even when no one asks
+            while True:
+                await asyncio.sleep(min(30.0, idle_timeout / 2))
+                await run_in_threadpool(c.sessions.sweep)
+        task = asyncio.create_task(sweeper())
+        try:
+            yield
+        finally:
+            task.cancel()
+            c.sessions.close_all()
+
+    app = Starlette(routes=[Route(p, h, methods=m) for p, h, m in routes], lifespan=lifespan,
+                    middleware=[Middleware(ServerTiming)])
+    app.state.console = c
+    return app
