@@ -2,7 +2,7 @@
 //! on `pg_labels.steps`. For every step it
 //!
 //! 1. **gathers**: the row (kind parsed once), who writes it, the run (locked, see
-//!    [`catalog::lock_run`]), the tool's catalog entry, and for a context read the artifact and
+//!    [`run_lock::lock_run`]), the tool's catalog entry, and for a context read the artifact and
 //!    the share that offers it;
 //! 2. **decides**, by the core: the step's shape ([`step::check`]), a context read
 //!    ([`barrier::read`]), a tool call or gate decision ([`barrier::judge`]);
@@ -15,11 +15,13 @@ use crate::pg::error::{Error, Result};
 use crate::pg::fmgr::Call;
 use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
 use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger, Tuple};
-use crate::platform::catalog::{self, refuse_given, trail_time, LockedRun};
+use crate::platform::context::{self, refuse_given, trail_time};
 use crate::platform::crossings::active_into;
 use crate::platform::refused;
+use crate::platform::run_lock::{self, LockedRun};
 use crate::platform::sharing;
 use crate::platform::state::DECIDING;
+use crate::platform::{ids, tools};
 use crate::sql_function;
 use crate::types::datum::{labelset_datum, scope_datum, LabelSetBuf, ScopeBuf};
 use pg_labels_core::barrier::{self, Summary, ToolFacts, Verdict};
@@ -168,7 +170,7 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
     // ---- gather: the row ----
     let trigger = Trigger::fired(call, &SPEC)?;
     let row = trigger.row();
-    if catalog::restoring() {
+    if context::restoring() {
         return Ok(row.unchanged());
     }
     let c = Cols::of(&row)?;
@@ -182,7 +184,7 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
         if row.is_identity(c.id) {
             return Ok(row.unchanged());
         }
-        let id = catalog::next_id(trigger.namespace(), c"steps_id_seq", trigger.owner())?;
+        let id = ids::next_id(trigger.namespace(), c"steps_id_seq", trigger.owner())?;
         return Ok(row.modified(&[(c.id, Some(Datum::from(id)))]));
     };
     // what a refusal's record names (platform::refused)
@@ -198,8 +200,8 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
     }
     let now = trail_time();
     // on a Citus shard the row's time was filled where the statement entered the cluster:
-    // the trigger writes its own (catalog::on_shard)
-    let on_shard = catalog::on_shard();
+    // the trigger writes its own (context::on_shard)
+    let on_shard = context::on_shard();
     if !on_shard && row.get::<Timestamp>(c.created_at)? != Some(now) {
         return Err(refuse_given(
             "steps",
@@ -245,7 +247,7 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
             Some((r, approver)) if Some(r) == request => approver,
             // On a Citus shard the decision comes from decide_approval() on the node the
             // statement entered, which writes it as the tables' owner and names the decider.
-            None if catalog::owner_on_shard(trigger.owner()) => {
+            None if context::owner_on_shard(trigger.owner()) => {
                 match row.get::<String>(c.actor)? {
                     Some(approver) => approver,
                     None => return Err(refusal::decision_not_through_function(&writer).into()),
@@ -280,16 +282,16 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
     // ---- gather: the run (locked), the tool, the artifact ----
     let namespace = trigger.namespace();
     let owner = trigger.owner();
-    // The run is locked and the step decided on it (catalog::read_run). On a Citus shard the
+    // The run is locked and the step decided on it (run_lock::read_run). On a Citus shard the
     // run is read, and the step's one write of the run's row (its chain's head) is then also
     // its lock: if another step of the run was written first, or the decision is a refusal,
     // the step is decided again on the run locked.
     let mut lock = false;
     loop {
         let run = if lock {
-            catalog::lock_run(namespace, &run_id)
+            run_lock::lock_run(namespace, &run_id)
         } else {
-            catalog::read_run(namespace, &run_id)
+            run_lock::read_run(namespace, &run_id)
         }?
         .ok_or_else(|| Error::from(refusal::no_run(&run_id.to_string(), "steps_run_id_fkey")))?;
         refused::about(|a| a.run_scope = Some(run.scope.clone()));
@@ -303,7 +305,7 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
             }
         }
         let tool_entry = match tool {
-            Some(name) if kind.reads_tool() => catalog::tool(namespace, name)?,
+            Some(name) if kind.reads_tool() => tools::tool(namespace, name)?,
             _ => None,
         };
 
@@ -394,7 +396,7 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
             changes.push((c.created_at, Some(Datum::from(now.0))));
         }
         if !legacy_ids {
-            let id = catalog::next_id(namespace, c"steps_id_seq", owner)?;
+            let id = ids::next_id(namespace, c"steps_id_seq", owner)?;
             changes.push((c.id, Some(Datum::from(id))));
         }
         if let Cow::Owned(body) = &own {
@@ -605,7 +607,7 @@ fn judge(
     run_id: &Uuid,
     owner: pg_sys::Oid,
     tool: Option<&str>,
-    entry: Option<&catalog::Tool>,
+    entry: Option<&tools::Tool>,
     summary: &Summary,
     args: Option<Jsonb>,
 ) -> Result<Verdict> {
