@@ -269,8 +269,6 @@ PLATFORM_BIG = {
     "ledger.rs": "verification, digests and proofs of the hash chains",
     # the record of refusals: the queue to the worker, the budget's counters, the worker itself
     "refused.rs": "the record of refusals, from the trigger to the worker that writes it",
-    # the step trigger: gathering the row, the decision's facts and the write (issue 34 item 2)
-    "steps.rs": "the step trigger, gather, decide and write",
 }
 platform = os.path.join(src, "platform")
 for path in rust_files(platform):

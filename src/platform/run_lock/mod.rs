@@ -193,7 +193,7 @@ impl LockedRun {
 }
 
 /// A run's row gone or written by another transaction under a lock this one holds.
-fn changed_concurrently() -> Error {
+pub(super) fn changed_concurrently() -> Error {
     Error::new(
         crate::pg::error::SERIALIZATION_FAILURE,
         "could not serialize access to a run being changed concurrently",
