@@ -1,21 +1,17 @@
-//! Deciding a step, by the core, on what was gathered: what the step brings into its run, and
-//! for a tool call or a gate decision the verdict of [`barrier::judge`] (a refused call raises
-//! its rule's error).
+//! Deciding a step, by the core, on what was gathered: what the step brings into its run
+//! ([`barrier::brought`]), and for a tool call or a gate decision [`barrier::judge`]'s answer:
+//! the verdict to record, or the refusal to raise.
 
 use super::gather::{Facts, Step};
 use super::Attempt;
-use crate::pg::datum::{Jsonb, Uuid};
+use crate::pg::datum::Jsonb;
 use crate::pg::error::Result;
 use crate::pg::spi::{as_owner, with_spi, SavedPlan};
 use crate::platform::crossings::active_into;
 use crate::platform::refused;
-use crate::platform::run_lock::LockedRun;
-use crate::platform::tools::Tool;
-use pg_labels_core::barrier::{self, Summary, ToolFacts, Verdict};
+use pg_labels_core::barrier::{self, Answer, Proposal, Summary, ToolFacts, Verdict};
 use pg_labels_core::crossing::{self, Owned};
-use pg_labels_core::rules::Decision;
-use pg_labels_core::step::Kind;
-use pg_labels_core::{label, labelset, LabelSet};
+use pg_labels_core::LabelSet;
 use pgrx::pg_sys;
 use std::borrow::Cow;
 
@@ -49,15 +45,10 @@ static FIND_APPROVAL: SavedPlan = SavedPlan::new(
 pub(super) fn decide<'f>(step: &'f Step<'_>, facts: &'f Facts) -> Result<Attempt<Decided<'f>>> {
     let run = &facts.run;
     // What the step brings: its own labels, and for a result of a tool whose output is not
-    // trusted, origin:tool; for a context read, the artifact's labels too.
-    let mut own: Cow<'_, [u8]> = Cow::Borrowed(step.labels.body());
-    if step.kind == Kind::ToolResult && !facts.tool.as_ref().is_some_and(|t| t.trusted_output) {
-        let origin = labelset::from_entries(vec![label::parse(b"origin:tool").unwrap_or_default()]);
-        let with = step.labels.union(LabelSet::from_canonical(&origin));
-        if with != step.labels.body() {
-            own = Cow::Owned(with);
-        }
-    }
+    // trusted, origin:tool (barrier::brought); for a context read, the artifact's labels too
+    // (barrier::read, asked as the read was gathered).
+    let trusted_output = facts.tool.as_ref().map(|t| t.trusted_output);
+    let mut own = barrier::brought(step.kind, step.labels, trusted_output);
     if let Some(r) = &facts.read {
         if r.outcome.labels != step.labels.body() {
             own = Cow::Owned(r.outcome.labels.clone());
@@ -71,42 +62,21 @@ pub(super) fn decide<'f>(step: &'f Step<'_>, facts: &'f Facts) -> Result<Attempt
         Cow::Borrowed(&run.labels.summary)
     };
     let verdict = if step.kind.is_judged() {
-        Some(judge(
-            run,
-            &step.run_id,
-            step.owner,
-            step.tool,
-            facts.tool.as_ref(),
-            &summary,
-            step.row.get::<Jsonb>(step.c.args)?,
-        )?)
+        match judge(step, facts, &summary)? {
+            Ok(verdict) => Some(verdict),
+            Err(mut refusal) => {
+                // a refusal is made on the run locked: a writer at it may be deciding an
+                // approval
+                if !run.locked {
+                    return Ok(Attempt::Again);
+                }
+                refused::about(|a| a.labels = refusal.labels.take());
+                return Err(refusal.into());
+            }
+        }
     } else {
         None
     };
-    if let Some(v) = &verdict {
-        if step.kind == Kind::ToolCalled && v.decision != Decision::Allow {
-            // a refusal is made on the run locked: a writer at it may be deciding an approval
-            if !run.locked {
-                return Ok(Attempt::Again);
-            }
-            refused::about(|a| {
-                a.labels = Some(if v.uncovered.is_empty() {
-                    summary.origins().body().to_vec()
-                } else {
-                    v.uncovered.clone()
-                })
-            });
-            return Err(v
-                .refusal(
-                    &step.run_id.to_string(),
-                    &run.scope,
-                    step.tool,
-                    facts.tool.as_ref().and_then(|t| t.effect),
-                    summary.origins(),
-                )
-                .into());
-        }
-    }
     Ok(Attempt::Done(Decided {
         own,
         grows,
@@ -115,21 +85,11 @@ pub(super) fn decide<'f>(step: &'f Step<'_>, facts: &'f Facts) -> Result<Attempt
     }))
 }
 
-/// Judge a tool call or gate decision: the core decides; the crossings and the approval are
-/// looked up only if it asks.
-#[allow(clippy::too_many_arguments)]
-fn judge(
-    run: &LockedRun,
-    run_id: &Uuid,
-    owner: pg_sys::Oid,
-    tool: Option<&str>,
-    entry: Option<&Tool>,
-    summary: &Summary,
-    args: Option<Jsonb>,
-) -> Result<Verdict> {
-    let facts = entry
-        .and_then(|t| t.effect)
-        .map(|effect| ToolFacts { effect });
+/// Judge a tool call or gate decision: the core decides ([`barrier::judge`]); the crossings
+/// and the approval are looked up only if it asks.
+fn judge(step: &Step<'_>, facts: &Facts, summary: &Summary) -> Result<Answer<Verdict>> {
+    let (run, run_id, owner, tool) = (&facts.run, &step.run_id, step.owner, step.tool);
+    let args = step.row.get::<Jsonb>(step.c.args)?;
     let cover = |escaping: LabelSet<'_>| -> Result<std::result::Result<Vec<i64>, Vec<u8>>> {
         let active: Vec<Owned> = active_into(owner, &run.scope)?;
         let views: Vec<_> = active.iter().map(Owned::view).collect();
@@ -151,13 +111,17 @@ fn judge(
             })
         })
     };
-    barrier::judge(
-        &run.scope,
-        summary.escaping(),
-        summary.origins(),
+    let proposal = Proposal {
+        kind: step.kind,
+        run: run_id,
+        run_scope: &run.scope,
+        summary,
         tool,
-        facts,
-        cover,
-        approval,
-    )
+        facts: facts
+            .tool
+            .as_ref()
+            .and_then(|t| t.effect)
+            .map(|effect| ToolFacts { effect }),
+    };
+    barrier::judge(&proposal, cover, approval)
 }
