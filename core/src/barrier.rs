@@ -604,7 +604,7 @@ mod tests {
                 } else {
                     v.uncovered.clone()
                 };
-                assert_eq!(r.labels, Some(kept));
+                assert_eq!(r.labels.as_deref(), Some(&kept));
             }
         }
         v
@@ -727,7 +727,7 @@ mod tests {
         assert_eq!(
             r,
             Refusal {
-                labels: Some(s.origins.clone()),
+                labels: Some(Box::new(s.origins.clone())),
                 ..refusal::tool_call(
                     run,
                     &p,

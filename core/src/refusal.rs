@@ -29,8 +29,9 @@ pub struct Refusal {
     pub table: Option<&'static str>,
     /// The labels the refusal is about, for its record (`pg_labels.refused_writes`), when the
     /// decision names them: a refused tool call's labels no crossing covers, or else the
-    /// run's origins (a labelset body). Not part of the error the client sees.
-    pub labels: Option<Vec<u8>>,
+    /// run's origins (a labelset body). Not part of the error the client sees. (Boxed: a
+    /// refusal is the `Err` of every decision, kept small.)
+    pub labels: Option<Box<Vec<u8>>>,
 }
 
 /// A rule of the seed: its name, its SQLSTATE, and when it refuses.
@@ -363,14 +364,14 @@ pub fn tool_call(
         ),
     };
     Refusal {
-        labels: Some(
+        labels: Some(Box::new(
             if escaping.is_empty() {
                 origins
             } else {
                 escaping
             }
             .to_vec(),
-        ),
+        )),
         ..refusal
     }
 }
@@ -1006,6 +1007,6 @@ mod tests {
         assert!(d.len() < 2000, "{}", d.len());
         assert!(d.contains("and 99980 more"));
         // its record keeps the origins (nothing escaped)
-        assert_eq!(r.labels.as_deref(), Some(&set[..]));
+        assert_eq!(r.labels.as_deref(), Some(&set));
     }
 }

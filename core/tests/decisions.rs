@@ -150,7 +150,7 @@ proptest! {
                 let rule = v.rule.unwrap_or(Rule::DataBarrier);
                 prop_assert_eq!(r.constraint, Some(rule.name()));
                 let kept = if v.uncovered.is_empty() { summary.origins.clone() } else { v.uncovered.clone() };
-                prop_assert_eq!(r.labels, Some(kept));
+                prop_assert_eq!(r.labels.as_deref(), Some(&kept));
             }
         }
 

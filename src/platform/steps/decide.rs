@@ -70,7 +70,7 @@ pub(super) fn decide<'f>(step: &'f Step<'_>, facts: &'f Facts) -> Result<Attempt
                 if !run.locked {
                     return Ok(Attempt::Again);
                 }
-                refused::about(|a| a.labels = refusal.labels.take());
+                refused::about(|a| a.labels = refusal.labels.take().map(|l| *l));
                 return Err(refusal.into());
             }
         }

@@ -17,6 +17,7 @@ use pg_labels_core::refusal;
 use pg_labels_core::step::{self, Column, Kind};
 use pg_labels_core::LabelSet;
 use pgrx::pg_sys::{self, Datum, Oid};
+use std::ops::ControlFlow;
 
 static COLUMNS: Columns<17> = Columns::new([
     col::<i64>(c"id"),
@@ -145,16 +146,13 @@ pub(super) struct Step<'a> {
     pub(super) owner: Oid,
 }
 
-/// The row gathered: a step to decide, or a row that needs no decision (a kind the table's
-/// CHECK constraint refuses).
-pub(super) enum Gathered<'a> {
-    Step(Step<'a>),
-    Done(Datum),
-}
-
 /// Gather the row: its kind, its run, who writes it; refuse what the database writes if the
-/// writer gave it, and a row that does not have its kind's shape.
-pub(super) fn step<'a>(trigger: &Trigger<'a>, row: Tuple<'a>) -> Result<Gathered<'a>> {
+/// writer gave it, and a row that does not have its kind's shape. A step to decide, or (break)
+/// the row to return, which needs no decision (a kind the table's CHECK constraint refuses).
+pub(super) fn step<'a>(
+    trigger: &Trigger<'a>,
+    row: Tuple<'a>,
+) -> Result<ControlFlow<Datum, Step<'a>>> {
     let c = Cols::of(&row)?;
     let run_id: Uuid = row.must(c.run, "steps")?;
     let Some(kind) = row.get::<&str>(c.kind)?.map(|k| (k, Kind::parse(k))) else {
@@ -164,10 +162,10 @@ pub(super) fn step<'a>(trigger: &Trigger<'a>, row: Tuple<'a>) -> Result<Gathered
     // row is otherwise complete
     let (_, Some(kind)) = kind else {
         if release_0_1_0::identity_ids(&row, c.id) {
-            return Ok(Gathered::Done(row.unchanged()));
+            return Ok(ControlFlow::Break(row.unchanged()));
         }
         let id = ids::next_id(trigger.namespace(), c"steps_id_seq", trigger.owner())?;
-        return Ok(Gathered::Done(
+        return Ok(ControlFlow::Break(
             row.modified(&[(c.id, Some(Datum::from(id)))]),
         ));
     };
@@ -224,7 +222,7 @@ pub(super) fn step<'a>(trigger: &Trigger<'a>, row: Tuple<'a>) -> Result<Gathered
     let actor = actor(trigger, &row, &c, kind)?;
     let tool = row.get::<&str>(c.tool)?;
     let labels = row.must::<LabelSet<'_>>(c.labels, "steps")?;
-    Ok(Gathered::Step(Step {
+    Ok(ControlFlow::Continue(Step {
         c,
         run_id,
         kind,

@@ -29,8 +29,9 @@ use crate::pg::trigger::{Op, Spec, Timing, Trigger};
 use crate::platform::context;
 use crate::platform::run_lock;
 use crate::sql_function;
-use gather::{Facts, Gathered, Step};
+use gather::{Facts, Step};
 use pgrx::pg_sys::Datum;
+use std::ops::ControlFlow;
 
 const SPEC: Spec = Spec {
     function: "pg_labels.steps_insert()",
@@ -75,8 +76,8 @@ fn steps_insert(call: &Call<'_>) -> Result<Datum> {
         return Ok(row.unchanged());
     }
     let step = match gather::step(&trigger, row)? {
-        Gathered::Step(step) => step,
-        Gathered::Done(row) => return Ok(row),
+        ControlFlow::Continue(step) => step,
+        ControlFlow::Break(row) => return Ok(row),
     };
     // The run is locked and the step decided on it (run_lock::read_run). On a Citus shard the
     // run is read, and the step's one write of the run's row (its chain's head) is then also
