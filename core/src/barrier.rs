@@ -1,10 +1,13 @@
 //! Every barrier decision, as a pure function of plain values: a tool call (or a gate
-//! decision), a share, a context read, the opening of a run. The extension gathers the facts
-//! (the run's sealed scope, what it carries, the tool's catalog entry, the active crossings, an
-//! approval), calls one of these, and writes what it returns; it decides nothing itself.
+//! decision), what a step brings into its run, a share, a context read, the opening of a run.
+//! The extension gathers the facts (the run's sealed scope, what it carries, the tool's catalog
+//! entry, the active crossings, an approval), calls one of these, and writes what it returns;
+//! it decides nothing itself.
 //!
-//! Lookups that cost a statement (crossings, an approval) are passed as closures and asked only
-//! when the decision needs them.
+//! Every decision answers in one shape, an [`Answer`]: allowed, with what to record, or the
+//! [`Refusal`] to raise. Lookups that cost a statement (crossings, an approval) are passed as
+//! closures and asked only when the decision needs them; a decision that may ask one answers
+//! inside the lookups' own `Result` (a lookup that fails is no answer).
 
 use crate::crossing::{self, Crossing, Owned};
 use crate::label;
@@ -12,6 +15,13 @@ use crate::labelset::{self, LabelSet};
 use crate::refusal::{self, Refusal, LIST_LIMIT};
 use crate::rules::{Decision, Effect, Rule};
 use crate::scope;
+use crate::step::Kind;
+use std::borrow::Cow;
+use std::fmt;
+
+/// What every barrier decision answers: allowed, with what the platform records of it (`T`),
+/// or refused, with the [`Refusal`] the platform raises.
+pub type Answer<T> = Result<T, Refusal>;
 
 /// What the rules need of the labels a run carries: the scope labels its scope cannot carry,
 /// and the origin labels. Both only grow with the run's labels.
@@ -66,7 +76,8 @@ pub struct ToolFacts {
     pub effect: Effect,
 }
 
-/// The outcome for one proposed tool call.
+/// The rules' verdict on one proposed tool call: what a gate decision records whatever it is,
+/// and an allowed call records.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verdict {
     pub decision: Decision,
@@ -84,33 +95,28 @@ pub struct Verdict {
     pub crossings: Vec<i64>,
 }
 
-impl Verdict {
-    /// The refusal of a `tool_called` step this verdict does not allow.
-    pub fn refusal(
-        &self,
-        run: &str,
-        run_scope: &[u8],
-        tool: Option<&str>,
-        effect: Option<Effect>,
-        origins: LabelSet<'_>,
-    ) -> Refusal {
-        refusal::tool_call(
-            run,
-            run_scope,
-            tool,
-            effect,
-            self.rule.unwrap_or(Rule::DataBarrier),
-            &self.uncovered,
-            origins.body(),
-        )
-    }
+/// A proposed tool call, as the rules judge it.
+#[derive(Clone, Copy)]
+pub struct Proposal<'a> {
+    /// `tool_called`: refused unless allowed; `gate_decided` (or any other kind): recorded
+    /// whatever the verdict.
+    pub kind: Kind,
+    /// The run, for a refusal's text (written out only when refused).
+    pub run: &'a dyn fmt::Display,
+    /// The run's sealed scope (a path).
+    pub run_scope: &'a [u8],
+    /// The [`Summary`] of the run's labels united with the step's own.
+    pub summary: &'a Summary,
+    /// The tool's name.
+    pub tool: Option<&'a str>,
+    /// Its catalog entry (`None`: not in the catalog).
+    pub facts: Option<ToolFacts>,
 }
 
-/// Judge a proposed tool call.
+/// Judge a proposed tool call: its [`Verdict`], or for a `tool_called` the verdict does not
+/// allow, its refusal (built by [`refusal::tool_call`]; its record keeps the labels no crossing
+/// covers, or else the run's origins).
 ///
-/// * `run_scope`: the run's sealed scope (a path);
-/// * `escaping`, `origins`: the [`Summary`] of the run's labels united with the step's own;
-/// * `tool`: the tool's name, and `facts` its catalog entry (`None`: not in the catalog);
 /// * `cover`: asked only when some scope labels escape the run's scope, with those labels;
 ///   returns the active crossings into the run's scope that cover every one of them (see
 ///   [`crate::crossing::cover_each`]), or the labels none covers;
@@ -121,6 +127,36 @@ impl Verdict {
 /// through; approvals never do), `unknown_tool` (fail closed), `untrusted_to_irreversible` (no
 /// approval changes it), `approval_required`.
 pub fn judge<E>(
+    p: &Proposal<'_>,
+    cover: impl FnOnce(LabelSet<'_>) -> Result<Result<Vec<i64>, Vec<u8>>, E>,
+    approval: impl FnOnce() -> Result<Option<i64>, E>,
+) -> Result<Answer<Verdict>, E> {
+    let origins = p.summary.origins();
+    let v = verdict(
+        p.run_scope,
+        p.summary.escaping(),
+        origins,
+        p.tool,
+        p.facts,
+        cover,
+        approval,
+    )?;
+    if p.kind != Kind::ToolCalled || v.decision == Decision::Allow {
+        return Ok(Ok(v));
+    }
+    Ok(Err(refusal::tool_call(
+        &p.run.to_string(),
+        p.run_scope,
+        p.tool,
+        p.facts.map(|f| f.effect),
+        v.rule.unwrap_or(Rule::DataBarrier),
+        &v.uncovered,
+        origins.body(),
+    )))
+}
+
+/// The verdict of the rules on a proposed call (see [`judge`]).
+fn verdict<E>(
     run_scope: &[u8],
     escaping: LabelSet<'_>,
     origins: LabelSet<'_>,
@@ -208,6 +244,32 @@ pub fn judge<E>(
     Ok(v)
 }
 
+// ------------------------------------------------------------------------------------------
+// What a step brings
+// ------------------------------------------------------------------------------------------
+
+/// What a step of `kind` that carries `labels` brings into its run (before a context read's
+/// artifact, see [`read`]): its own labels, and for a tool's result whose output is not trusted
+/// (`trusted_output`: the tool's catalog entry says so; `None`: the tool is not in the catalog,
+/// and so not trusted) the label `origin:tool` too. Borrowed when that is `labels` itself.
+#[inline]
+pub fn brought<'a>(
+    kind: Kind,
+    labels: LabelSet<'a>,
+    trusted_output: Option<bool>,
+) -> Cow<'a, [u8]> {
+    if kind != Kind::ToolResult || trusted_output == Some(true) {
+        return Cow::Borrowed(labels.body());
+    }
+    let origin = labelset::from_entries(vec![label::parse(b"origin:tool").unwrap_or_default()]);
+    let with = labels.union(LabelSet::from_canonical(&origin));
+    if with == labels.body() {
+        Cow::Borrowed(labels.body())
+    } else {
+        Cow::Owned(with)
+    }
+}
+
 /// `3` or `3, 7`: crossing ids for a message.
 pub fn ids_text(ids: &[i64]) -> String {
     ids.iter()
@@ -265,7 +327,7 @@ pub struct Opened {
 /// Open a run, or say why it is not even opened. A run opened through a listener has exactly
 /// the listener's scope and agent; a run of a published version has the version's scope; its
 /// initial labels must fit its scope; and it is opened in a company or area, never in `*`.
-pub fn open_run(o: &Opening<'_>) -> Result<Opened, Refusal> {
+pub fn open_run(o: &Opening<'_>) -> Answer<Opened> {
     let mut scope_filled = false;
     let mut agent_filled = None;
     let mut agent = o.agent;
@@ -329,6 +391,7 @@ pub fn open_run(o: &Opening<'_>) -> Result<Opened, Refusal> {
             hint: None,
             constraint: None,
             table: Some("runs"),
+            labels: None,
         });
     };
     if path.is_empty() {
@@ -370,7 +433,7 @@ pub fn share<E>(
     to_run: Option<&str>,
     named: Option<i64>,
     active: impl FnOnce() -> Result<Vec<Owned>, E>,
-) -> Result<Result<Option<i64>, Refusal>, E> {
+) -> Result<Answer<Option<i64>>, E> {
     let escaping = artifact.labels.escaping(target);
     if escaping.is_empty() {
         return Ok(Ok(None));
@@ -439,7 +502,7 @@ pub fn read<E>(
     share: Option<i64>,
     step_labels: LabelSet<'_>,
     active: impl FnOnce() -> Result<Vec<Owned>, E>,
-) -> Result<Result<ReadOutcome, Refusal>, E> {
+) -> Result<Answer<ReadOutcome>, E> {
     let Some(share) = share else {
         return Ok(Err(refusal::not_shared(run, run_scope, artifact.id)));
     };
@@ -507,16 +570,44 @@ mod tests {
             .collect();
         let views: Vec<Crossing> = cs.iter().map(Owned::view).collect();
         let s = Summary::of(LabelSet::from_body(&b).unwrap(), &p);
-        judge::<()>(
-            &p,
-            s.escaping(),
-            s.origins(),
-            name,
+        let proposal = |kind| Proposal {
+            kind,
+            run: &"r",
+            run_scope: &p,
+            summary: &s,
+            tool: name,
             facts,
-            |esc| Ok(crossing::cover_each(esc, &p, &views)),
-            || Ok(approved),
-        )
-        .unwrap()
+        };
+        let judged = |kind| {
+            judge::<()>(
+                &proposal(kind),
+                |esc| Ok(crossing::cover_each(esc, &p, &views)),
+                || Ok(approved),
+            )
+            .unwrap()
+        };
+        // a gate records the verdict, whatever it is
+        let v = judged(Kind::GateDecided).unwrap();
+        // a call is refused unless the verdict allows it, by the rule that decided
+        match judged(Kind::ToolCalled) {
+            Ok(called) => {
+                assert_eq!(v.decision, Decision::Allow);
+                assert_eq!(called, v);
+            }
+            Err(r) => {
+                assert_ne!(v.decision, Decision::Allow);
+                let rule = v.rule.unwrap_or(Rule::DataBarrier);
+                assert_eq!(r.constraint, Some(rule.name()));
+                assert!(r.message.starts_with(rule.name()), "{}", r.message);
+                let kept = if v.uncovered.is_empty() {
+                    s.origins.clone()
+                } else {
+                    v.uncovered.clone()
+                };
+                assert_eq!(r.labels.as_deref(), Some(&kept));
+            }
+        }
+        v
     }
 
     #[test]
@@ -595,17 +686,83 @@ mod tests {
         let b = labelset::parse(b"{origin:slack}").unwrap();
         let s = Summary::of(LabelSet::from_body(&b).unwrap(), &p);
         let r = judge::<&str>(
-            &p,
-            s.escaping(),
-            s.origins(),
-            Some("r"),
-            Some(ToolFacts {
-                effect: Effect::Read,
-            }),
+            &Proposal {
+                kind: Kind::ToolCalled,
+                run: &"r",
+                run_scope: &p,
+                summary: &s,
+                tool: Some("r"),
+                facts: Some(ToolFacts {
+                    effect: Effect::Read,
+                }),
+            },
             |_| Err("crossings looked up"),
             || Err("looked up"),
         );
-        assert!(r.is_ok());
+        assert!(matches!(r, Ok(Ok(_))));
+    }
+
+    #[test]
+    fn refused_calls_say_who_and_what() {
+        let p = scope::parse(b"acme/x").unwrap();
+        let b = labelset::parse(b"{area:acme/x,origin:slack}").unwrap();
+        let s = Summary::of(LabelSet::from_body(&b).unwrap(), &p);
+        let run = "5b1c";
+        let r = judge::<()>(
+            &Proposal {
+                kind: Kind::ToolCalled,
+                run: &run,
+                run_scope: &p,
+                summary: &s,
+                tool: Some("stripe.refund"),
+                facts: Some(ToolFacts {
+                    effect: Effect::Financial,
+                }),
+            },
+            |_| Ok(Ok(Vec::new())),
+            || Ok(None),
+        )
+        .unwrap()
+        .unwrap_err();
+        assert_eq!(
+            r,
+            Refusal {
+                labels: Some(Box::new(s.origins.clone())),
+                ..refusal::tool_call(
+                    run,
+                    &p,
+                    Some("stripe.refund"),
+                    Some(Effect::Financial),
+                    Rule::UntrustedToIrreversible,
+                    &[],
+                    &s.origins,
+                )
+            }
+        );
+        assert!(r.detail.unwrap().starts_with("Run 5b1c (scope acme/x)"));
+    }
+
+    #[test]
+    fn untrusted_tool_output_brings_origin_tool() {
+        let b = labelset::parse(b"{area:acme/x}").unwrap();
+        let labels = LabelSet::from_body(&b).unwrap();
+        let text = |c: &Cow<'_, [u8]>| LabelSet::from_canonical(c).to_text();
+        for trusted in [None, Some(false)] {
+            let got = brought(Kind::ToolResult, labels, trusted);
+            assert!(matches!(got, Cow::Owned(_)));
+            assert_eq!(text(&got), "{area:acme/x,origin:tool}");
+        }
+        assert!(matches!(
+            brought(Kind::ToolResult, labels, Some(true)),
+            Cow::Borrowed(_)
+        ));
+        // carried already: nothing new
+        let o = labelset::parse(b"{origin:tool}").unwrap();
+        let got = brought(Kind::ToolResult, LabelSet::from_body(&o).unwrap(), None);
+        assert!(matches!(got, Cow::Borrowed(_)));
+        for kind in Kind::ALL.into_iter().filter(|k| *k != Kind::ToolResult) {
+            assert!(matches!(brought(kind, labels, None), Cow::Borrowed(_)));
+        }
     }
 
     #[test]

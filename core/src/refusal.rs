@@ -27,6 +27,11 @@ pub struct Refusal {
     pub constraint: Option<&'static str>,
     /// The table of schema `pg_labels` the refusal is about.
     pub table: Option<&'static str>,
+    /// The labels the refusal is about, for its record (`pg_labels.refused_writes`), when the
+    /// decision names them: a refused tool call's labels no crossing covers, or else the
+    /// run's origins (a labelset body). Not part of the error the client sees. (Boxed: a
+    /// refusal is the `Err` of every decision, kept small.)
+    pub labels: Option<Box<Vec<u8>>>,
 }
 
 /// A rule of the seed: its name, its SQLSTATE, and when it refuses.
@@ -198,6 +203,7 @@ impl Refusal {
             hint: None,
             constraint: Some(rule.name()),
             table: Some(table),
+            labels: None,
         }
     }
 
@@ -211,6 +217,7 @@ impl Refusal {
             hint: None,
             constraint: Some(constraint),
             table: Some(spec.table),
+            labels: None,
         }
     }
 
@@ -223,6 +230,7 @@ impl Refusal {
             hint: None,
             constraint: None,
             table,
+            labels: None,
         }
     }
 
@@ -283,7 +291,8 @@ decide with GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean,
 // ------------------------------------------------------------------------------------------
 
 /// A tool call refused by the rules: `rule` decided it; `escaping` is what the run's scope
-/// cannot carry (data_barrier), `origins` the untrusted origins it carries.
+/// cannot carry (data_barrier), `origins` the untrusted origins it carries. Its record keeps
+/// `escaping`, or `origins` when nothing escapes.
 pub fn tool_call(
     run: &str,
     run_scope: &[u8],
@@ -295,7 +304,7 @@ pub fn tool_call(
 ) -> Refusal {
     let scope = scope::to_text(run_scope);
     let tool = tool.unwrap_or("(none)");
-    match rule {
+    let refusal = match rule {
         Rule::DataBarrier | Rule::Sealed => Refusal::rule(
             Rule::DataBarrier,
             "steps",
@@ -353,6 +362,17 @@ pub fn tool_call(
             "Record the request with pg_labels.request_approval(run, tool, args) and have a person the DBA allows \
              grant it with pg_labels.decide_approval(request, true): one approval lets exactly one identical call through.",
         ),
+    };
+    Refusal {
+        labels: Some(Box::new(
+            if escaping.is_empty() {
+                origins
+            } else {
+                escaping
+            }
+            .to_vec(),
+        )),
+        ..refusal
     }
 }
 
@@ -986,5 +1006,7 @@ mod tests {
         let d = r.detail.unwrap();
         assert!(d.len() < 2000, "{}", d.len());
         assert!(d.contains("and 99980 more"));
+        // its record keeps the origins (nothing escaped)
+        assert_eq!(r.labels.as_deref(), Some(&set));
     }
 }

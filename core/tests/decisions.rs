@@ -5,13 +5,17 @@
 //! itself; a run (share, read) may carry a scope label only if its scope reaches the label's
 //! scope or an active crossing into it covers the label; untrusted data never reaches an
 //! irreversible tool; a reversible write on untrusted data needs an approval; unknown tools
-//! fail closed; rules apply in that order.
+//! fail closed; rules apply in that order; a tool call the rules do not allow is refused by the
+//! rule that decided (a gate records the same verdict); the output of a tool that is not
+//! trusted carries `origin:tool`.
 
-use pg_labels_core::barrier::{self, ArtifactFacts, Opening, Summary, ToolFacts};
+use pg_labels_core::barrier::{self, ArtifactFacts, Opening, Proposal, Summary, ToolFacts};
 use pg_labels_core::crossing::Owned;
 use pg_labels_core::rules::{Decision, Effect, Rule};
+use pg_labels_core::step::Kind;
 use pg_labels_core::{labelset, scope, LabelSet};
 use proptest::prelude::*;
+use std::borrow::Cow;
 
 fn segment() -> impl Strategy<Value = String> {
     prop::sample::select(vec!["acme", "globex", "a", "b", "platform", "finance"])
@@ -124,12 +128,31 @@ proptest! {
         let summary = Summary::of(LabelSet::from_canonical(&b), &run_path);
         let active = owned(&cs);
         let views: Vec<_> = active.iter().map(Owned::view).collect();
-        let v = barrier::judge::<()>(
-            &run_path, summary.escaping(), summary.origins(), Some("t"),
-            eff.map(|effect| ToolFacts { effect }),
+        let judged = |kind| barrier::judge::<()>(
+            &Proposal {
+                kind, run: &"r", run_scope: &run_path, summary: &summary, tool: Some("t"),
+                facts: eff.map(|effect| ToolFacts { effect }),
+            },
             |esc| Ok(pg_labels_core::crossing::cover_each(esc, &run_path, &views)),
             || Ok(approved),
         ).unwrap();
+        // a gate records the verdict, whatever it is
+        let v = judged(Kind::GateDecided).unwrap();
+        // a call is refused unless allowed, by the rule that decided, its record keeping the
+        // labels no crossing covers or else the run's origins
+        match judged(Kind::ToolCalled) {
+            Ok(called) => {
+                prop_assert_eq!(v.decision, Decision::Allow);
+                prop_assert_eq!(&called, &v);
+            }
+            Err(r) => {
+                prop_assert_ne!(v.decision, Decision::Allow);
+                let rule = v.rule.unwrap_or(Rule::DataBarrier);
+                prop_assert_eq!(r.constraint, Some(rule.name()));
+                let kept = if v.uncovered.is_empty() { summary.origins.clone() } else { v.uncovered.clone() };
+                prop_assert_eq!(r.labels.as_deref(), Some(&kept));
+            }
+        }
 
         // the model
         let escaping: Vec<&L> = labels.iter()
@@ -166,9 +189,15 @@ proptest! {
         let run_path = scope::parse(scope_text(&run).as_bytes()).unwrap();
         let b = labelset::parse(format!("{{area:{}}}", data.join("/")).as_bytes()).unwrap();
         let s = Summary::of(LabelSet::from_canonical(&b), &run_path);
-        let v = barrier::judge::<()>(&run_path, s.escaping(), s.origins(), Some("t"),
-            Some(ToolFacts { effect: Effect::Read }), |_| Ok(Err(b.clone())), || Ok(None)).unwrap();
-        prop_assert_eq!(v.decision == Decision::Allow, reaches(&run, &data));
+        let proposal = Proposal {
+            kind: Kind::ToolCalled, run: &"r", run_scope: &run_path, summary: &s, tool: Some("t"),
+            facts: Some(ToolFacts { effect: Effect::Read }),
+        };
+        let v = barrier::judge::<()>(&proposal, |_| Ok(Err(b.clone())), || Ok(None)).unwrap();
+        prop_assert_eq!(v.is_ok(), reaches(&run, &data));
+        if let Err(r) = v {
+            prop_assert_eq!(r.constraint, Some("data_barrier"));
+        }
     }
 
     /// The scope a run's labels are readable in (kept with each step for row-level security):
@@ -285,5 +314,66 @@ proptest! {
                 prop_assert_eq!(e.constraint, Some("data_barrier"));
             }
         }
+    }
+
+    /// What a step brings: a tool's result carries `origin:tool` exactly when the tool's
+    /// output is not trusted (or the tool is not in the catalog); nothing else changes, and
+    /// labels only accumulate.
+    #[test]
+    fn origin_tool_matches_the_model(
+        kind in prop::sample::select(Kind::ALL.to_vec()),
+        labels in prop::collection::vec(label(), 0..6),
+        trusted in prop::option::of(any::<bool>()),
+    ) {
+        let b = body(&labels);
+        let got = barrier::brought(kind, LabelSet::from_canonical(&b), trusted);
+        let mut want: Vec<String> = labels.iter().map(|l| l.text.clone()).collect();
+        let untrusted_output = kind == Kind::ToolResult && trusted != Some(true);
+        if untrusted_output {
+            want.push("origin:tool".into());
+        }
+        want.sort(); want.dedup();
+        prop_assert_eq!(texts(&got), want);
+        // labels only accumulate: all the step's own are there
+        prop_assert!(LabelSet::from_canonical(&got).is_superset(LabelSet::from_canonical(&b)));
+        // the output of a trusted tool, and every other kind, gains nothing from the rule
+        if !untrusted_output {
+            prop_assert_eq!(&got[..], &b[..]);
+        }
+        // owned exactly when something was added
+        prop_assert_eq!(matches!(got, Cow::Owned(_)), got[..] != b[..]);
+    }
+
+    /// An untrusted tool's output reaches no irreversible tool: once a run has its result, a
+    /// destructive or financial call is refused (by the barrier, or as untrusted), whatever
+    /// the run carried before and whatever approval there is.
+    #[test]
+    fn untrusted_output_never_reaches_an_irreversible_tool(
+        run in path(), before in prop::collection::vec(label(), 0..5),
+        result in prop::collection::vec(label(), 0..3), trusted in prop::option::of(Just(false)),
+        eff in prop::sample::select(vec![Effect::Destructive, Effect::Financial]),
+        cs in crossings(), approved in prop::option::of(1i64..9),
+    ) {
+        let run_path = scope::parse(scope_text(&run).as_bytes()).unwrap();
+        let b = body(&result);
+        let brought = barrier::brought(Kind::ToolResult, LabelSet::from_canonical(&b), trusted);
+        let carried = LabelSet::from_canonical(&body(&before)).union(LabelSet::from_canonical(&brought));
+        let summary = Summary::of(LabelSet::from_canonical(&carried), &run_path);
+        prop_assert!(texts(&summary.origins).contains(&"origin:tool".to_string()));
+        let active = owned(&cs);
+        let views: Vec<_> = active.iter().map(Owned::view).collect();
+        let r = barrier::judge::<()>(
+            &Proposal {
+                kind: Kind::ToolCalled, run: &"r", run_scope: &run_path, summary: &summary,
+                tool: Some("t"), facts: Some(ToolFacts { effect: eff }),
+            },
+            |esc| Ok(pg_labels_core::crossing::cover_each(esc, &run_path, &views)),
+            || Ok(approved),
+        ).unwrap();
+        let refused = r.unwrap_err();
+        prop_assert!(
+            matches!(refused.constraint, Some("untrusted_to_irreversible") | Some("data_barrier")),
+            "{:?}", refused.constraint
+        );
     }
 }

@@ -21,8 +21,8 @@ use crate::pg::spi::{
     as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan,
 };
 use crate::pg::trigger::platform_schema;
-use crate::platform::catalog::platform_owner;
 use crate::platform::crossings::ancestors_array;
+use crate::platform::relations::platform_owner;
 use crate::sql_function;
 use crate::types::datum::{scope_datum, TypeArgs};
 use pg_labels_core::refusal;
@@ -371,7 +371,7 @@ fn carry_key() -> Result<Option<Vec<u8>>> {
     let Some(ns) = platform_schema() else {
         return Ok(None);
     };
-    if crate::platform::catalog::relation(ns, c"carry_key") == Oid::INVALID {
+    if crate::platform::relations::relation(ns, c"carry_key") == Oid::INVALID {
         return Ok(None);
     }
     let owner = platform_owner()?;
@@ -807,7 +807,7 @@ fn row_visible_now(
     id: &crate::pg::datum::Uuid,
     scope: Option<&[u8]>,
 ) -> Result<bool> {
-    let relid = crate::platform::catalog::relation_named(namespace, table);
+    let relid = crate::platform::relations::relation_named(namespace, table);
     if crate::pg::spi::may_insert(relid) {
         return Ok(true);
     }
@@ -823,7 +823,7 @@ fn row_visible_now(
     }
     let _place = citus::shard_of_relation(namespace, rel)?.map(|s| citus::SHARD.enter(s));
     Ok(
-        match crate::platform::catalog::labels_of(namespace, table, id)? {
+        match crate::platform::relations::labels_of(namespace, table, id)? {
             Some(body) => pg_labels_core::LabelSet::from_body(&body)
                 .map_err(|_| Error::corrupt("labels"))?
                 .carried_by(scope),

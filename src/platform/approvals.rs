@@ -11,7 +11,7 @@ use crate::pg::fmgr::Call;
 use crate::pg::spi::{
     as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan,
 };
-use crate::platform::catalog::platform_owner;
+use crate::platform::relations::platform_owner;
 use crate::platform::state::DECIDING;
 use crate::sql_function;
 use pg_labels_core::refusal;

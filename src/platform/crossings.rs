@@ -16,7 +16,8 @@ use crate::pg::error::{Error, Result, FEATURE_NOT_SUPPORTED, NULL_VALUE_NOT_ALLO
 use crate::pg::fmgr::Call;
 use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
 use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
-use crate::platform::catalog::{self, platform_owner};
+use crate::platform::context;
+use crate::platform::relations::platform_owner;
 use crate::platform::state::{AUTHORIZING, REVOKING};
 use crate::sql_function;
 use crate::types::datum::ScopeBuf;
@@ -136,14 +137,14 @@ fn crossings_guard(call: &Call<'_>) -> Result<Datum> {
         }
     });
     match trigger.op() {
-        Op::Insert if crate::platform::catalog::restoring() => Ok(row.unchanged()),
+        Op::Insert if crate::platform::context::restoring() => Ok(row.unchanged()),
         Op::Insert => {
             // On a Citus node, this copy of the reference table is written by the node the
             // statement entered, as the tables' owner (authorize_crossing() runs as it): the
             // owner's write is taken with the role the function recorded.
             let through_function = match AUTHORIZING.current() {
                 Some(who) => Some(who),
-                None if catalog::owner_on_shard(trigger.owner()) => row.get::<String>(c_by)?,
+                None if context::owner_on_shard(trigger.owner()) => row.get::<String>(c_by)?,
                 None => None,
             };
             let Some(who) = through_function else {
@@ -181,7 +182,7 @@ fn crossings_guard(call: &Call<'_>) -> Result<Datum> {
         }
         Op::Update => match REVOKING.current() {
             Some((r, _)) if r == id => Ok(trigger.new_row().unchanged()),
-            None if catalog::owner_on_shard(trigger.owner()) => Ok(trigger.new_row().unchanged()),
+            None if context::owner_on_shard(trigger.owner()) => Ok(trigger.new_row().unchanged()),
             _ => Err(refusal::crossing_sealed(
                 "a crossing is never changed but by pg_labels.revoke_crossing()".into(),
                 format!("Crossing {id} is part of the audited record."),

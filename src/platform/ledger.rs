@@ -14,7 +14,7 @@ use crate::pg::error::{notice, Error, Result, INVALID_PARAMETER_VALUE};
 use crate::pg::fmgr::Call;
 use crate::pg::spi::{as_owner, run, with_spi, SavedPlan, Sql};
 use crate::pg::srf;
-use crate::platform::catalog::platform_owner;
+use crate::platform::relations::platform_owner;
 use crate::sql_function;
 use crate::types::datum::{LabelSetBuf, ScopeBuf};
 use pg_labels_core::chain::{self, from_hex, hex, Break, Hash, Stored, Verifier};

@@ -1,7 +1,11 @@
 //! The platform: the tables of schema `pg_labels` and what enforces them. Each module gathers
 //! facts from the database, asks the core's decision for its case, and writes the result:
 //!
-//! - [`catalog`]: the platform relations, locking a run, reading the tool catalog, ids;
+//! - what the triggers reach without SPI: [`relations`] (the platform relations, their owner),
+//!   [`run_lock`] (finding and locking a run, and what the backend keeps of runs),
+//!   [`chain_head`] (a run's chain head, read from the trail's index pages), [`tools`] (the tool
+//!   catalog), [`ids`] (ids from the platform's sequences, Citus ranges), [`context`] (a
+//!   restoring session, a Citus shard, the trail's time);
 //! - [`runs`]: opening a run; [`steps`]: every step of the trail; [`seal`]: the append-only
 //!   rules; [`sharing`]: artifacts, shares and context reads; [`crossings`]: recording and
 //!   revoking crossings; [`approvals`]: a person's decision; [`publication`]: the publication
@@ -9,15 +13,20 @@
 //!   the platform's functions tell its triggers.
 
 pub mod approvals;
-pub mod catalog;
+pub mod chain_head;
+pub mod context;
 pub mod crossings;
+pub mod ids;
 pub mod ledger;
 pub mod publication;
 pub mod refused;
+pub mod relations;
 pub mod removal;
 pub mod retention;
+pub mod run_lock;
 pub mod runs;
 pub mod seal;
 pub mod sharing;
 pub mod state;
 pub mod steps;
+pub mod tools;

@@ -9,8 +9,8 @@ use crate::pg::error::{Error, Result};
 use crate::pg::fmgr::Call;
 use crate::pg::spi::current_user_name;
 use crate::pg::trigger::{col, not_null, Columns, Op, Spec, Timing, Trigger};
-use crate::platform::catalog;
-use crate::platform::catalog::{refuse_given, trail_time};
+use crate::platform::context::{refuse_given, trail_time};
+use crate::platform::tools;
 use crate::sql_function;
 use pg_labels_core::flow::{self, Analysis, DeclError, Path, StepDecl, ToolInfo};
 use pg_labels_core::refusal;
@@ -78,7 +78,7 @@ sql_function! {
 fn agent_versions_insert(call: &Call<'_>) -> Result<Datum> {
     let trigger = Trigger::fired(call, &SPEC)?;
     let row = trigger.row();
-    if crate::platform::catalog::restoring() {
+    if crate::platform::context::restoring() {
         return Ok(row.unchanged());
     }
     let [c_agent, c_version, c_steps, c_approval, c_by, c_at] = VERSION_COLUMNS.of(&row)?;
@@ -97,7 +97,7 @@ fn agent_versions_insert(call: &Call<'_>) -> Result<Datum> {
     }
     // on a Citus node (a copy of the reference table) the time was filled where the statement
     // entered the cluster, the same for every copy
-    if !crate::platform::catalog::on_shard() && row.get::<Timestamp>(c_at)? != Some(trail_time()) {
+    if !crate::platform::context::on_shard() && row.get::<Timestamp>(c_at)? != Some(trail_time()) {
         return Err(refuse_given(
             "agent_versions",
             "published_at",
@@ -128,7 +128,7 @@ fn agent_versions_insert(call: &Call<'_>) -> Result<Datum> {
         if let Some(t) = seen.get(name) {
             return *t;
         }
-        let info = match catalog::tool(namespace, name) {
+        let info = match tools::tool(namespace, name) {
             Ok(t) => t.and_then(|t| {
                 t.effect.map(|effect| ToolInfo {
                     effect,

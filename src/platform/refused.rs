@@ -212,7 +212,7 @@ impl HeldAccess {
 static RUN_SCOPE: SavedPlan = SavedPlan::new(c"SELECT scope FROM pg_labels.runs WHERE id = $1");
 
 fn run_scope(run: &Uuid) -> Option<Vec<u8>> {
-    let owner = crate::platform::catalog::platform_owner().ok()?;
+    let owner = crate::platform::relations::platform_owner().ok()?;
     crate::pg::spi::as_owner(owner, || {
         with_spi(|spi| {
             let rows = RUN_SCOPE.execute(spi, &[pg_sys::UUIDOID], &[Some(run.datum())], true, 1)?;
@@ -247,7 +247,7 @@ fn log_record(rec: &Value, count: i64) {
 fn record(e: &Error, mut about: About) {
     // SAFETY: reads the clock.
     let at = unsafe { pg_sys::GetCurrentTimestamp() };
-    if crate::platform::catalog::on_shard() {
+    if crate::platform::context::on_shard() {
         log_record(&record_of(e, &about, at), 1);
         return;
     }
@@ -313,7 +313,7 @@ fn count(e: &Error, mut about: About, at: i64) {
     let opened = channel::open_counter(
         rec.to_string().as_bytes(),
         at,
-        crate::platform::catalog::platform_owner,
+        crate::platform::relations::platform_owner,
         WORKER,
         before_exit,
     );
@@ -441,7 +441,7 @@ const WORKER: Worker = Worker {
 fn send(rec: &Value) -> Result<Sent> {
     channel::send(
         rec.to_string().as_bytes(),
-        crate::platform::catalog::platform_owner,
+        crate::platform::relations::platform_owner,
         WORKER,
         before_exit,
     )

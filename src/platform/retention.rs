@@ -22,7 +22,8 @@
 use crate::pg::datum::Timestamp;
 use crate::pg::error::{log, Error, Result, LOCK_NOT_AVAILABLE};
 use crate::pg::spi::{as_owner, current_user_name, run, run_with, with_spi, SavedPlan, Spi, Sql};
-use crate::platform::catalog::{platform_owner, trail_time};
+use crate::platform::context::trail_time;
+use crate::platform::relations::platform_owner;
 use crate::platform::state::PURGING;
 use crate::sql_function;
 use pg_labels_core::retention;
@@ -101,7 +102,7 @@ sql_function! {
 fn purge(spi: &Spi, cut: &retention::Cut, who: &str) -> Result<i64> {
     let _purging = PURGING.enter(());
     // no step is written meanwhile: a step's lock on its run may be one of the lock
-    // manager's (catalog::RunLock), which this purge's writes of runs' rows would not
+    // manager's (run_lock::RunLock), which this purge's writes of runs' rows would not
     // wait for; steps wait for the purge instead, and then read their runs as it left
     // them
     run(
@@ -216,7 +217,7 @@ fn purge(spi: &Spi, cut: &retention::Cut, who: &str) -> Result<i64> {
     }
     let gone = PURGE.execute(spi, &ts, &[Some(Timestamp(cut.cutoff).datum())], false, 1)?;
     // the record of refused writes, with the trail's months (none before release 0.3.0)
-    let refusals = match crate::platform::catalog::relation(
+    let refusals = match crate::platform::relations::relation(
         crate::pg::trigger::platform_schema().unwrap_or(pg_sys::Oid::INVALID),
         c"refused_writes",
     ) {

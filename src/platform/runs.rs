@@ -8,7 +8,7 @@ use crate::pg::error::Result;
 use crate::pg::fmgr::Call;
 use crate::pg::spi::{as_owner, with_spi, SavedPlan};
 use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
-use crate::platform::catalog::{refuse_given, trail_time};
+use crate::platform::context::{refuse_given, trail_time};
 use crate::sql_function;
 use crate::types::datum::{labelset_datum, scope_datum, LabelSetBuf, ScopeBuf};
 use pg_labels_core::barrier::{self, ListenerFacts, Opening, VersionFacts};
@@ -53,11 +53,11 @@ sql_function! {
 fn runs_open(call: &Call<'_>) -> Result<Datum> {
     let trigger = Trigger::fired(call, &SPEC)?;
     let row = trigger.row();
-    if crate::platform::catalog::restoring() {
+    if crate::platform::context::restoring() {
         return Ok(row.unchanged());
     }
     let [c_id, c_scope, c_labels, c_listener, c_agent, c_version, c_opened] = COLUMNS.of(&row)?;
-    let on_shard = crate::platform::catalog::on_shard();
+    let on_shard = crate::platform::context::on_shard();
     if !on_shard && row.get::<Timestamp>(c_opened)? != Some(trail_time()) {
         return Err(refuse_given(
             "runs",

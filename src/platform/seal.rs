@@ -117,7 +117,7 @@ fn runs_seal(call: &Call<'_>) -> Result<Datum> {
     let trigger = Trigger::fired(call, &RUNS_SEAL)?;
     let old = trigger.row();
     // a statement changes a run: what this transaction knew of its runs is read again
-    crate::platform::catalog::forget_runs();
+    crate::platform::run_lock::forget_runs();
     if trigger.op() == Op::Delete {
         if purging() {
             return Ok(old.unchanged());

@@ -12,9 +12,9 @@ use crate::pg::error::{Error, Result};
 use crate::pg::fmgr::Call;
 use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
 use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
-use crate::platform::catalog;
-use crate::platform::catalog::{refuse_given, trail_time};
+use crate::platform::context::{self, refuse_given, trail_time};
 use crate::platform::crossings::active_into;
+use crate::platform::{ids, relations, run_lock};
 use crate::sql_function;
 use crate::types::datum::{labelset_datum, scope_datum, LabelSetBuf, ScopeBuf};
 use pg_labels_core::barrier::{self, ArtifactFacts, ReadOutcome, ShareFacts};
@@ -113,16 +113,16 @@ sql_function! {
     fn pgl_next_share_id(_call) {
         let namespace = crate::pg::trigger::platform_schema()
             .ok_or_else(|| Error::new(crate::pg::error::NOT_IN_PREREQUISITE_STATE, "pg_labels: the schema pg_labels is missing"))?;
-        let owner = catalog::platform_owner()?;
+        let owner = relations::platform_owner()?;
         let on_node = crate::pg::citus::loaded();
-        Ok(Datum::from(catalog::next_id_where(namespace, c"shares_id_seq", owner, on_node)?))
+        Ok(Datum::from(ids::next_id_where(namespace, c"shares_id_seq", owner, on_node)?))
     }
 }
 
 fn artifacts_insert(call: &Call<'_>) -> Result<Datum> {
     let trigger = Trigger::fired(call, &ARTIFACTS)?;
     let row = trigger.row();
-    if crate::platform::catalog::restoring() {
+    if crate::platform::context::restoring() {
         return Ok(row.unchanged());
     }
     let [c_run, c_labels, c_actor, c_digest, c_created] = ARTIFACT_COLUMNS.of(&row)?;
@@ -141,7 +141,7 @@ fn artifacts_insert(call: &Call<'_>) -> Result<Datum> {
     }
     // on a Citus node (a copy of the reference table) the time was filled where the statement
     // entered the cluster, the same for every copy
-    let on_shard = catalog::on_shard();
+    let on_shard = context::on_shard();
     if !on_shard && row.get::<Timestamp>(c_created)? != Some(trail_time()) {
         return Err(refuse_given(
             "artifacts",
@@ -158,11 +158,11 @@ fn artifacts_insert(call: &Call<'_>) -> Result<Datum> {
             "artifacts_origin_run_fkey",
         ))
     };
-    match catalog::run_place(trigger.namespace(), &run_id)? {
+    match run_lock::run_place(trigger.namespace(), &run_id)? {
         // Serialized with the run's steps: the artifact carries every label that had entered
         // the run when it was made.
-        catalog::RunPlace::Single => {
-            let run = catalog::lock_run(trigger.namespace(), &run_id)?.ok_or_else(no_run)?;
+        run_lock::RunPlace::Single => {
+            let run = run_lock::lock_run(trigger.namespace(), &run_id)?.ok_or_else(no_run)?;
             let labels = given.union(run.labels.set());
             Ok(row.modified(&[
                 (c_labels, Some(labelset_datum(&labels)?)),
@@ -171,8 +171,8 @@ fn artifacts_insert(call: &Call<'_>) -> Result<Datum> {
         }
         // On Citus every node writes the same row, and one alone holds the run: the labels
         // are the writer's, and that node refuses them unless they hold the run's.
-        catalog::RunPlace::Here(_place) => {
-            let run = catalog::lock_run(trigger.namespace(), &run_id)?.ok_or_else(no_run)?;
+        run_lock::RunPlace::Here(_place) => {
+            let run = run_lock::lock_run(trigger.namespace(), &run_id)?.ok_or_else(no_run)?;
             let missing =
                 LabelSet::from_canonical(run.labels.set().body()).filter(|l| !given.contains(l.0));
             if !missing.is_empty() {
@@ -180,14 +180,14 @@ fn artifacts_insert(call: &Call<'_>) -> Result<Datum> {
             }
             Ok(row.modified(&[(c_actor, Some(text_datum(&writer)?))]))
         }
-        catalog::RunPlace::Elsewhere => Ok(row.modified(&[(c_actor, Some(text_datum(&writer)?))])),
+        run_lock::RunPlace::Elsewhere => Ok(row.modified(&[(c_actor, Some(text_datum(&writer)?))])),
     }
 }
 
 fn shares_insert(call: &Call<'_>) -> Result<Datum> {
     let trigger = Trigger::fired(call, &SHARES)?;
     let row = trigger.row();
-    if crate::platform::catalog::restoring() {
+    if crate::platform::context::restoring() {
         return Ok(row.unchanged());
     }
     let [c_id, c_artifact, c_to_scope, c_to_run, c_crossing, c_actor, c_created] =
@@ -205,7 +205,7 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
     let legacy_ids = row.is_identity(c_id);
     // on a Citus node (a copy of the reference table) the id and time were filled where the
     // statement entered the cluster (the column's default there), the same for every copy
-    let on_shard = catalog::on_shard();
+    let on_shard = context::on_shard();
     if row.datum(c_id).is_some() && !legacy_ids && !on_shard {
         return Err(refuse_given("shares", "id", "assigned by the database"));
     }
@@ -245,10 +245,10 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
             let given = given_scope
                 .clone()
                 .ok_or_else(|| crate::pg::trigger::not_null("shares", "to_scope"))?;
-            if let catalog::RunPlace::Here(_place) =
-                catalog::run_place(trigger.namespace(), run_id)?
+            if let run_lock::RunPlace::Here(_place) =
+                run_lock::run_place(trigger.namespace(), run_id)?
             {
-                let run = catalog::lock_run(trigger.namespace(), run_id)?.ok_or_else(|| {
+                let run = run_lock::lock_run(trigger.namespace(), run_id)?.ok_or_else(|| {
                     Error::from(refusal::no_run(&run_id.to_string(), "shares_to_run_fkey"))
                 })?;
                 if run.scope != given.0 {
@@ -318,7 +318,7 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
         (c_actor, Some(text_datum(&writer)?)),
     ];
     if !legacy_ids && !on_shard {
-        let id = catalog::next_id(trigger.namespace(), c"shares_id_seq", trigger.owner())?;
+        let id = ids::next_id(trigger.namespace(), c"shares_id_seq", trigger.owner())?;
         changes.push((c_id, Some(Datum::from(id))));
     }
     if filled {

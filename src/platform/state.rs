@@ -8,7 +8,7 @@
 //! - [`PURGING`]: `purge()` is deleting expired rows.
 //!
 //! The end of a transaction, or of a subtransaction that aborts, also ends what the
-//! transaction knew of the runs it locked ([`crate::platform::catalog::forget_runs`]).
+//! transaction knew of the runs it locked ([`crate::platform::run_lock::forget_runs`]).
 
 use crate::pg::local::{end_of_transaction, Lower, Scoped};
 use pgrx::pg_sys;
@@ -30,7 +30,9 @@ unsafe extern "C-unwind" fn xact_callback(
     ) {
         let all: [&dyn Lower; 4] = [&DECIDING, &AUTHORIZING, &REVOKING, &PURGING];
         end_of_transaction(&all);
-        crate::platform::catalog::end_of_transaction(event == pg_sys::XactEvent::XACT_EVENT_COMMIT);
+        crate::platform::run_lock::end_of_transaction(
+            event == pg_sys::XactEvent::XACT_EVENT_COMMIT,
+        );
     }
 }
 
@@ -42,7 +44,7 @@ unsafe extern "C-unwind" fn subxact_callback(
 ) {
     // the steps and row locks of the subtransaction are gone
     if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
-        crate::platform::catalog::forget_runs();
+        crate::platform::run_lock::forget_runs();
     }
 }
 
