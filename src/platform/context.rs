@@ -25,7 +25,7 @@ pub fn owner_on_shard(owner: Oid) -> bool {
 
 /// Is the running trigger on a Citus shard? A row's time was then filled where the statement
 /// entered the cluster (Citus evaluates `now()` there), which the trigger cannot tell from a
-/// writer's: it writes the time itself instead of checking it (README, "Scaling out with
+/// writer's: it writes the time itself instead of checking it (docs/citus.md, "Scaling out with
 /// Citus").
 pub fn on_shard() -> bool {
     citus::SHARD.current().is_some()
