@@ -145,7 +145,7 @@ async def test_untrusted_file_refuses_irreversible_calls(tmp_path: Path, files: 
     assert not (files / "exfil.txt").exists()
 
     [(run, scope, labels)] = runs_of(agent)
-    assert scope == "acme/platform" and labels == "{origin:tool}"
+    assert scope == "acme/platform" and labels == "{area:acme/platform,origin:tool}"
     trail = steps_of(run)
     called = [(s[1], s[2]) for s in trail if s[0] == "tool_called"]
     assert called == [
@@ -215,7 +215,10 @@ async def test_sessions_keep_separate_runs_and_scopes(tmp_path: Path, files: Pat
     carried = {
         tuple(s[1] for s in steps_of(r) if s[0] == "tool_called"): labels for r, _, labels in runs
     }
-    assert carried == {("fs.read_text_file",): "{origin:tool}", ("fs.write_file",): "{origin:tool}"}
+    assert carried == {
+        ("fs.read_text_file",): "{area:acme/platform,origin:tool}",
+        ("fs.write_file",): "{area:acme/platform,origin:tool}",
+    }
     [(f_run, f_scope, _)] = runs_of(finance_agent)
     assert f_scope == "acme/finance"
     assert [s[0] for s in steps_of(f_run)] == ["gate_decided", "tool_called", "tool_result"]
@@ -326,7 +329,7 @@ async def test_database_stopped_mid_session(
         assert (files / "two.txt").read_text() == "2"
 
     [(run, _, labels)] = runs_of(agent, own_cluster["db"])
-    assert labels == "{}"
+    assert labels == "{area:acme/platform}"
     called = [s[2]["path"] for s in steps_of(run, own_cluster["db"]) if s[0] == "tool_called"]
     assert called == [str(files / "one.txt"), str(files / "two.txt")]
     with connect(own_cluster["db"]) as conn:
