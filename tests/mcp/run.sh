@@ -23,8 +23,17 @@ export PGHOST PGPORT PGUSER PGBIN
 
 python3 -c 'import sys; assert sys.version_info >= (3, 11), sys.version' ||
     { echo "mcp: the tests need Python 3.11 or later as python3" >&2; exit 1; }
-command -v npm >/dev/null && command -v node >/dev/null ||
-    { echo "mcp: the reference servers need node and npm (Node.js 18 or later)" >&2; exit 1; }
+if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+    else
+        echo "mcp: the reference servers need node and npm (Node.js 18 or later)" >&2
+        exit 1
+    fi
+fi
+python3 -c 'import ensurepip, venv' 2>/dev/null ||
+    { echo "mcp: needs python3's venv module (Debian: apt-get install python3-venv)" >&2; exit 1; }
 
 venv=${MCP_VENV:-/tmp/pg_labels_mcp_venv}
 requirements=$ROOT/python/requirements-test.txt
