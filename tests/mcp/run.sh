@@ -18,8 +18,9 @@ ROOT=$PWD
 : "${PGHOST:?set PGHOST (host or socket directory) of a cluster with pg_labels installed}"
 : "${PGPORT:?set PGPORT}"
 : "${PGUSER:?set PGUSER}"
-: "${PGBIN:?set PGBIN (the directory of initdb and pg_ctl of that PostgreSQL)}"
-export PGHOST PGPORT PGUSER PGBIN
+[ "${1:-}" = --prepare ] ||
+    : "${PGBIN:?set PGBIN (the directory of initdb and pg_ctl of that PostgreSQL)}"
+export PGHOST PGPORT PGUSER PGBIN=${PGBIN:-}
 
 python3 -c 'import sys; assert sys.version_info >= (3, 11), sys.version' ||
     { echo "mcp: the tests need Python 3.11 or later as python3" >&2; exit 1; }
@@ -58,6 +59,13 @@ if [ ! -x "$servers/node_modules/.bin/mcp-server-everything" ]; then
     (cd "$servers.tmp" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
     rm -rf "$servers"
     mv "$servers.tmp" "$servers"
+fi
+
+# `tests/mcp/run.sh --prepare`: only the environment (for bench/mcp.sh), whose paths it prints.
+if [ "${1:-}" = --prepare ]; then
+    echo "MCP_VENV=$venv"
+    echo "MCP_SERVERS=$servers/node_modules/.bin"
+    exit 0
 fi
 
 echo "mcp: ruff"

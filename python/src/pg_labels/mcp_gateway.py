@@ -404,12 +404,15 @@ class Gateway:
             await session.drop()
             timeout = self.config.db_timeout
             conn = await psycopg.AsyncConnection.connect(
-                self.config.database,
-                autocommit=True,
-                connect_timeout=max(1, int(timeout)),
-                options=f"-c statement_timeout={int(timeout * 1000)}",
+                self.config.database, autocommit=True, connect_timeout=max(1, int(timeout))
             )
             try:
+                # every statement ends within the database timeout (the URL's own options, or
+                # PGOPTIONS, are kept)
+                await conn.execute(
+                    "SELECT set_config('statement_timeout', %s, false)",
+                    [f"{int(timeout * 1000)}ms"],
+                )
                 platform = AsyncPlatform(conn)
                 if session.run_id is None:
                     run = await platform.open_run(
