@@ -48,6 +48,9 @@ fi
 "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation --force-reinstall \
     --no-deps "$ROOT/python[mcp]"
 "$venv/bin/pip" check -q >/dev/null 2>&1 || "$venv/bin/pip" check
+# ... and docs/mcp.md's install line, as written, from the repository's root
+(cd "$ROOT" && PATH="$venv/bin:$PATH" bash -euo pipefail -c "$(awk '/^<!-- run by tests\/mcp\/run.sh -->$/ { on = 1; next }
+    on && /^```sh/ { block = 1; next } block && /^```/ { exit } block' docs/mcp.md)") >/dev/null
 
 lock=$ROOT/tests/mcp/package-lock.json
 servers=/tmp/pg_labels_mcp_npm.$(sha256sum "$lock" | cut -c1-16)

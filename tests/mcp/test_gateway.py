@@ -53,13 +53,14 @@ def test_check_prints_the_catalog(tmp_path: Path, files: Path) -> None:
         files=files,
         tools={"everything.echo": {"trusted": True}, "fs.list_directory": {"effect": "read"}},
     )
-    out = subprocess.run(
+    done = subprocess.run(
         [os.environ.get("GATEWAY", "pg-labels-mcp"), *gateway_args(config), "--check"],
         capture_output=True,
         text=True,
         timeout=120,
-        check=True,
-    ).stdout
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     lines = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:]}
     for name, effect in FS_EFFECTS.items():
         assert lines[name][0] == effect, (name, lines[name])

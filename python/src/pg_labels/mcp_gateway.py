@@ -48,11 +48,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Config", "Gateway", "Upstream", "load_config", "main"]
+__all__ = ["Config", "Gateway", "GatewayError", "Upstream", "load_config", "main"]
 
 log = logging.getLogger("pg_labels.mcp")
 
 ENV_PREFIX = "PG_LABELS_MCP_"
+
+
+class GatewayError(Exception):
+    """The gateway could not start: an upstream, or the catalog."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,6 +205,23 @@ def load_config(path: str | None, config: Config | None = None) -> Config:
 # ---------------------------------------------------------------------------------------------
 
 
+def _unwrap(err: BaseException) -> BaseException:
+    """The first error inside exception groups (a task group's)."""
+    inner = getattr(err, "exceptions", None)
+    while isinstance(inner, (list, tuple)) and inner and isinstance(inner[0], BaseException):
+        err = inner[0]
+        inner = getattr(err, "exceptions", None)
+    return err
+
+
+def _leaf(err: BaseException) -> str:
+    """The first error inside exception groups, as ``_why`` says it."""
+    err = _unwrap(err)
+    if isinstance(err, TimeoutError):
+        return "it did not answer in time"
+    return _why(err)
+
+
 def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
@@ -266,30 +287,50 @@ class Gateway:
         """Connect to every upstream, list their tools and sync the catalog."""
         async with contextlib.AsyncExitStack() as stack:
             for upstream in self.config.upstreams:
-                if upstream.url is not None:
-                    streams = await stack.enter_async_context(streamable_http_client(upstream.url))
-                else:
-                    assert upstream.command is not None
-                    params = StdioServerParameters(
-                        command=upstream.command,
-                        args=list(upstream.args),
-                        env=dict(upstream.env) if upstream.env else None,
-                        cwd=upstream.cwd,
-                    )
-                    streams = await stack.enter_async_context(stdio_client(params))
-                session = await stack.enter_async_context(
-                    ClientSession(
-                        streams[0], streams[1], message_handler=self._on_upstream(upstream.name)
-                    )
-                )
-                with anyio.fail_after(self.config.call_timeout):
-                    await session.initialize()
-                self.upstreams[upstream.name] = session
-            for name in self.upstreams:
-                await self._list_upstream(name)
-            self._build_routes()
-            await self.sync_catalog()
+                try:
+                    await self._connect(stack, upstream)
+                except Exception as err:
+                    raise GatewayError(
+                        f"upstream {upstream.name} could not be started: {_leaf(err)}"
+                    ) from err
+            # an upstream may announce a change as soon as it is initialized (server-everything
+            # does): that resync waits for this one
+            async with self._resync:
+                for name in self.upstreams:
+                    try:
+                        await self._list_upstream(name)
+                    except Exception as err:
+                        raise GatewayError(
+                            f"upstream {name} did not list its tools: {_leaf(err)}"
+                        ) from err
+                self._build_routes()
+                try:
+                    await self.sync_catalog()
+                except Exception as err:
+                    raise GatewayError(
+                        f"the tool catalog could not be written ({_leaf(err)}): give "
+                        "--catalog-database a role that may insert and update pg_labels.tools"
+                    ) from err
             yield self
+
+    async def _connect(self, stack: contextlib.AsyncExitStack, upstream: Upstream) -> None:
+        if upstream.url is not None:
+            streams = await stack.enter_async_context(streamable_http_client(upstream.url))
+        else:
+            assert upstream.command is not None
+            params = StdioServerParameters(
+                command=upstream.command,
+                args=list(upstream.args),
+                env=dict(upstream.env) if upstream.env else None,
+                cwd=upstream.cwd,
+            )
+            streams = await stack.enter_async_context(stdio_client(params))
+        session = await stack.enter_async_context(
+            ClientSession(streams[0], streams[1], message_handler=self._on_upstream(upstream.name))
+        )
+        with anyio.fail_after(self.config.call_timeout):
+            await session.initialize()
+        self.upstreams[upstream.name] = session
 
     async def _list_upstream(self, name: str) -> None:
         session = self.upstreams[name]
@@ -339,16 +380,29 @@ class Gateway:
     async def sync_catalog(self) -> list[Tool]:
         """Write the tools to ``pg_labels.tools`` (on the catalog database's connection)."""
         dsn = self.config.catalog_database or self.config.database
-        with anyio.fail_after(self.config.db_timeout * 3):
-            async with await psycopg.AsyncConnection.connect(
-                dsn, autocommit=True, connect_timeout=max(1, int(self.config.db_timeout))
-            ) as conn:
-                self.catalog = await AsyncPlatform(conn).sync_tools(
-                    self.describe(),
-                    effects={n: e for n, e in self.config.effects.items() if n in self.routes},
-                    trusted={n: t for n, t in self.config.trusted.items() if n in self.routes},
-                )
-        return self.catalog
+        for attempt in range(3):
+            try:
+                with anyio.fail_after(self.config.db_timeout * 3):
+                    async with await psycopg.AsyncConnection.connect(
+                        dsn, autocommit=True, connect_timeout=max(1, int(self.config.db_timeout))
+                    ) as conn:
+                        self.catalog = await AsyncPlatform(conn).sync_tools(
+                            self.describe(),
+                            effects={
+                                n: e for n, e in self.config.effects.items() if n in self.routes
+                            },
+                            trusted={
+                                n: t for n, t in self.config.trusted.items() if n in self.routes
+                            },
+                        )
+                return self.catalog
+            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+                # two changes of the catalog at once (another gateway's): one ends with a
+                # deadlock (docs/platform.md); the upsert only writes what differs, so again
+                if attempt == 2:
+                    raise
+                await anyio.sleep(0.1 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def _on_upstream(self, name: str) -> Any:
         async def handler(message: IncomingMessage) -> None:
@@ -660,6 +714,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError, psycopg.Error) as err:
         print(f"pg-labels-mcp: {err}", file=sys.stderr)
         return 2
+    except Exception as err:
+        leaf = _unwrap(err)
+        if isinstance(leaf, (GatewayError, ValueError, OSError, psycopg.Error)):
+            print(f"pg-labels-mcp: {leaf}", file=sys.stderr)
+            return 2
+        raise
     except KeyboardInterrupt:
         return 130
 
