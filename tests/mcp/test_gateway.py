@@ -68,6 +68,68 @@ def test_check_prints_the_catalog(tmp_path: Path, files: Path) -> None:
     assert lines["fs.write_file"][1:] == ["untrusted", "output"]
 
 
+def test_settings_from_the_environment(tmp_path: Path, files: Path) -> None:
+    """PG_LABELS_MCP_* variables stand for the flags and win over the file; flags win over
+    them."""
+    config, agent = write_config(tmp_path / "gw.toml", files=files, everything=None)
+    args = gateway_args(config)
+    env = {
+        **os.environ,
+        "PG_LABELS_MCP_DATABASE": args[1],
+        "PG_LABELS_MCP_CATALOG_DATABASE": args[3],
+        "PG_LABELS_MCP_CONFIG": str(config),
+        "PG_LABELS_MCP_SCOPE": "acme/ops",
+        "PG_LABELS_MCP_LABELS": "origin:event/mcp-client",
+        "PG_LABELS_MCP_CHECK": "1",
+    }
+    gateway = os.environ.get("GATEWAY", "pg-labels-mcp")
+    done = subprocess.run([gateway], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == (
+        f"pg-labels-mcp: runs of agent {agent} in scope acme/ops "
+        "carrying {origin:event/mcp-client}"
+    )
+    assert "fs.write_file" in done.stdout
+    done = subprocess.run(
+        [gateway, "--scope", "acme/flag", "--agent", "flagged"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith(
+        "pg-labels-mcp: runs of agent flagged in scope acme/flag"
+    )
+    # a label the database would not parse stops it before anything starts
+    bad = {**env, "PG_LABELS_MCP_LABELS": "origin:mcp-client"}
+    done = subprocess.run([gateway], env=bad, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "origin:mcp-client" in done.stderr, done.stderr
+    # without a database
+    del env["PG_LABELS_MCP_DATABASE"]
+    done = subprocess.run([gateway], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--database" in done.stderr
+
+
+async def test_untrusted_client_origin(tmp_path: Path, files: Path) -> None:
+    """A gateway whose sessions carry origin:event/mcp-client from the start: reads go through,
+    irreversible calls never do."""
+    config, agent = write_config(
+        tmp_path / "gw.toml", files=files, everything=None, labels=["origin:event/mcp-client"]
+    )
+    async with stdio_gateway(gateway_args(config)) as session:
+        write = await session.call_tool(
+            "fs.write_file", {"path": str(files / "new.txt"), "content": "x"}
+        )
+        assert write.is_error and "untrusted_to_irreversible" in text(write)
+        assert "{origin:event/mcp-client}" in text(write)
+        listing = await session.call_tool("fs.list_directory", {"path": str(files)})
+        assert not listing.is_error and "inject.txt" in text(listing)
+    assert not (files / "new.txt").exists()
+    [(_, _, labels)] = runs_of(agent)
+    assert labels == "{area:acme/platform,origin:event/mcp-client,origin:tool}"
+
+
 async def test_tools_listed_prefixed_and_in_the_catalog(tmp_path: Path, files: Path) -> None:
     config, _ = write_config(
         tmp_path / "gw.toml", files=files, tools={"everything.echo": {"trusted": True}}

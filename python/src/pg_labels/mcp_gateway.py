@@ -42,6 +42,7 @@ from mcp.server.stdio import stdio_server
 from ._errors import Refusal
 from ._guard import Guard, Verdict, _alock, _why
 from ._platform import EFFECTS, AsyncPlatform, AsyncRun, Tool, tools_from_mcp
+from ._values import LabelSet, Scope
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -125,7 +126,7 @@ def load_config(path: str | None, config: Config | None = None) -> Config:
 
     agent = "desktop-assistant"
     scope = "acme/platform"
-    labels = ["origin:mcp-client"]      # what each session's run carries from the start
+    labels = ["origin:event/mcp-client"]  # what each session's run carries from the start
     call_timeout = 60                   # seconds an upstream has to answer a call
     db_timeout = 10                     # seconds the database has for each statement
 
@@ -263,6 +264,9 @@ class Gateway:
             raise ValueError("the gateway needs the scope of its runs (scope, --scope)")
         if not config.upstreams:
             raise ValueError("the gateway needs at least one upstream ([upstreams.NAME])")
+        # the run's values, checked before anything starts (as the database parses them)
+        Scope(config.scope)
+        LabelSet(config.labels)
         self.config = config
         self.upstreams: dict[str, ClientSession] = {}
         self.listed: dict[str, list[types.Tool]] = {}
@@ -508,9 +512,14 @@ class Gateway:
         except Exception as err:
             await session.drop()
             why = "it did not answer in time" if isinstance(err, TimeoutError) else _why(err)
+            what = (
+                "the database could not be reached"
+                if isinstance(err, (TimeoutError, psycopg.OperationalError))
+                else "the session's run could not be opened"
+            )
             return _error(
-                f"pg_labels refused {name}: the database could not be reached ({why}), so the "
-                "call is refused and was not forwarded"
+                f"pg_labels refused {name}: {what} ({why}), so the call is refused and was "
+                "not forwarded"
             )
         try:
             with anyio.fail_after(timeout):
@@ -688,7 +697,7 @@ async def _main(config: Config, check: bool) -> int:
     async with gateway.connected():
         if check:
             print(f"pg-labels-mcp: runs of agent {config.agent} in scope {config.scope}", end="")
-            print(f" carrying {{{','.join(config.labels)}}}" if config.labels else "")
+            print(f" carrying {LabelSet(config.labels)}" if config.labels else "")
             width = max((len(t.name) for t in gateway.catalog), default=4)
             for tool in gateway.catalog:
                 trust = "trusted output" if tool.trusted_output else "untrusted output"
