@@ -175,6 +175,7 @@ def write_config(
     labels: Sequence[str] = (),
     files: Path | None = None,
     everything: str | None = "stdio",
+    changing: bool = False,
     tools: Mapping[str, Mapping[str, object]] | None = None,
     **settings: object,
 ) -> tuple[Path, str]:
@@ -199,6 +200,12 @@ def write_config(
         ]
     elif everything is not None:
         lines += ["[upstreams.everything]", f"url = {toml_value(everything)}"]
+    if changing:
+        lines += [
+            "[upstreams.changing]",
+            f"command = {toml_value(sys.executable)}",
+            f"args = {toml_value([str(Path(__file__).with_name('changing_server.py'))])}",
+        ]
     for name, table in (tools or {}).items():
         lines.append(f"[tools.{toml_value(name)}]")
         lines += [f"{k} = {toml_value(v)}" for k, v in table.items()]
@@ -224,7 +231,9 @@ def _dbname(conninfo: str | None) -> str | None:
 
 
 @contextlib.asynccontextmanager
-async def stdio_gateway(args: Sequence[str]) -> AsyncIterator[ClientSession]:
+async def stdio_gateway(
+    args: Sequence[str], message_handler: Any = None
+) -> AsyncIterator[ClientSession]:
     """The gateway started by the MCP client as a stdio server (like Claude Desktop does)."""
     params = StdioServerParameters(command=GATEWAY, args=list(args))
     with open(os.devnull, "w") as errlog:
@@ -232,7 +241,7 @@ async def stdio_gateway(args: Sequence[str]) -> AsyncIterator[ClientSession]:
             stdio_client(
                 params, errlog=errlog if not os.environ.get("MCP_DEBUG") else sys.stderr
             ) as (read, write),
-            ClientSession(read, write) as session,
+            ClientSession(read, write, message_handler=message_handler) as session,
         ):
             await session.initialize()
             yield session

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import psycopg
 import pytest
 
@@ -153,6 +154,40 @@ async def test_tools_listed_prefixed_and_in_the_catalog(tmp_path: Path, files: P
     for name, effect in FS_EFFECTS.items():
         assert catalog[name] == f"({effect},f)"
     assert catalog["everything.echo"] == "(read,t)"
+
+
+async def test_an_upstream_changes_its_tools(tmp_path: Path) -> None:
+    """notifications/tools/list_changed: the gateway lists again, writes the new tool to the
+    catalog with its annotations' effect, and tells its sessions."""
+    config, agent = write_config(tmp_path / "gw.toml", everything=None, changing=True)
+    changed = anyio.Event()
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async with stdio_gateway(gateway_args(config), on_message) as session:
+        names = {t.name for t in (await session.list_tools()).tools}
+        assert names == {"changing.enable_archive"}
+        unknown = await session.call_tool("changing.archive", {"id": "r1"})
+        assert unknown.is_error and "unknown tool" in text(unknown)
+        enabled = await session.call_tool("changing.enable_archive", {})
+        assert not enabled.is_error, text(enabled)
+        with anyio.fail_after(20):
+            await changed.wait()
+        names = {t.name for t in (await session.list_tools()).tools}
+        assert names == {"changing.enable_archive", "changing.archive"}
+        with connect() as conn:
+            row = conn.execute(
+                "SELECT effect, trusted_output FROM pg_labels.tools WHERE name = %s",
+                ["changing.archive"],
+            ).fetchone()
+        assert row == ("destructive", False)
+        # and it is judged like any other: enable_archive's untrusted output is in the run
+        archive = await session.call_tool("changing.archive", {"id": "r1"})
+        assert archive.is_error and "untrusted_to_irreversible" in text(archive)
+    [(run, _, _)] = runs_of(agent)
+    assert [s[1] for s in steps_of(run) if s[0] == "tool_called"] == ["changing.enable_archive"]
 
 
 async def test_untrusted_file_refuses_irreversible_calls(tmp_path: Path, files: Path) -> None:
