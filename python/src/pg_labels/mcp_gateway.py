@@ -276,6 +276,7 @@ class Gateway:
             weakref.WeakKeyDictionary()
         )
         self._resync: asyncio.Lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
         self.server: Server[Any] = Server(
             "pg-labels-mcp",
             version="0.3.0",
@@ -359,7 +360,8 @@ class Gateway:
         self.routes = routes
 
     def describe(self) -> list[dict[str, Any]]:
-        """The tools as the catalog has them: name, effect, trusted_output, description."""
+        """The gateway's tools as MCP tool descriptions under their prefixed names (what
+        :func:`pg_labels.tools_from_mcp` maps)."""
         return [
             {
                 "name": name,
@@ -369,17 +371,23 @@ class Gateway:
             for name, route in self.routes.items()
         ]
 
-    def entries(self) -> list[Tool]:
-        """The catalog entries of the gateway's tools (annotations, then the overrides)."""
+    def overrides(self) -> tuple[dict[str, str], dict[str, bool]]:
+        """The configuration's effects and trusted outputs of the tools the upstreams offer
+        (an override of any other tool is logged and ignored)."""
         names = set(self.routes)
         unknown = sorted((set(self.config.effects) | set(self.config.trusted)) - names)
         if unknown:
             log.warning("overrides for tools no upstream offers: %s", ", ".join(unknown))
-        return tools_from_mcp(
-            self.describe(),
-            effects={n: e for n, e in self.config.effects.items() if n in names},
-            trusted={n: t for n, t in self.config.trusted.items() if n in names},
+        return (
+            {n: e for n, e in self.config.effects.items() if n in names},
+            {n: t for n, t in self.config.trusted.items() if n in names},
         )
+
+    def entries(self) -> list[Tool]:
+        """The catalog entries of the gateway's tools (annotations, then the overrides),
+        without a database."""
+        effects, trusted = self.overrides()
+        return tools_from_mcp(self.describe(), effects=effects, trusted=trusted)
 
     async def sync_catalog(self) -> list[Tool]:
         """Write the tools to ``pg_labels.tools`` (on the catalog database's connection)."""
@@ -390,14 +398,9 @@ class Gateway:
                     async with await psycopg.AsyncConnection.connect(
                         dsn, autocommit=True, connect_timeout=max(1, int(self.config.db_timeout))
                     ) as conn:
+                        effects, trusted = self.overrides()
                         self.catalog = await AsyncPlatform(conn).sync_tools(
-                            self.describe(),
-                            effects={
-                                n: e for n, e in self.config.effects.items() if n in self.routes
-                            },
-                            trusted={
-                                n: t for n, t in self.config.trusted.items() if n in self.routes
-                            },
+                            self.describe(), effects=effects, trusted=trusted
                         )
                 return self.catalog
             except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
@@ -413,7 +416,9 @@ class Gateway:
             if isinstance(message, types.ToolListChangedNotification):
                 # Not awaited here: listing the tools is a request on the session whose
                 # receive loop calls this handler.
-                asyncio.get_running_loop().create_task(self._changed(name))
+                task = asyncio.get_running_loop().create_task(self._changed(name))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
             elif isinstance(message, Exception):
                 log.warning("upstream %s: %s", name, message)
 
