@@ -48,9 +48,13 @@ fi
 "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation --force-reinstall \
     --no-deps "$ROOT/python[mcp]"
 "$venv/bin/pip" check -q >/dev/null 2>&1 || "$venv/bin/pip" check
-# ... and docs/mcp.md's install line, as written, from the repository's root
-(cd "$ROOT" && PATH="$venv/bin:$PATH" bash -euo pipefail -c "$(awk '/^<!-- run by tests\/mcp\/run.sh -->$/ { on = 1; next }
-    on && /^```sh/ { block = 1; next } block && /^```/ { exit } block' docs/mcp.md)") >/dev/null
+# docs/mcp.md's blocks marked <!-- run by tests/mcp/run.sh -->, as written (the Nth of them)
+docs_block() {
+    awk -v n="$1" '/^<!-- run by tests\/mcp\/run.sh -->$/ { seen++; on = (seen == n); next }
+        on && /^```sh/ { block = 1; next } block && /^```/ { exit } block' "$ROOT/docs/mcp.md"
+}
+# ... its install line, from the repository's root
+(cd "$ROOT" && PATH="$venv/bin:$PATH" bash -euo pipefail -c "$(docs_block 1)") >/dev/null
 
 lock=$ROOT/tests/mcp/package-lock.json
 servers=/tmp/pg_labels_mcp_npm.$(sha256sum "$lock" | cut -c1-16)
@@ -81,6 +85,16 @@ admin() { PGOPTIONS="-c client_min_messages=warning" "$PGBIN/psql" -X -q -v ON_E
 admin -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
 trap 'admin -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
 "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$db" -c "CREATE EXTENSION pg_labels"
+# ... and its roles and grants, in the test database (then dropped: the tests make roles of
+# their own, the same grants under names of their own, in conftest.py)
+drop_doc_roles() {
+    for role in mcp_gateway mcp_catalog; do
+        "$PGBIN/psql" -X -q -d "$db" -c "DROP OWNED BY $role" -c "DROP ROLE $role" >/dev/null 2>&1 || true
+    done
+}
+drop_doc_roles
+(cd "$ROOT" && PATH="$PGBIN:$PATH" PGDATABASE=$db bash -euo pipefail -c "$(docs_block 2)")
+drop_doc_roles
 
 echo "mcp: pytest (the gateway with $(cd "$servers" && node -p 'const l = require("./package-lock.json").packages; ["server-filesystem", "server-everything"].map(n => n + " " + l["node_modules/@modelcontextprotocol/" + n].version).join(", ")'))"
 (cd "$ROOT/tests/mcp" &&
