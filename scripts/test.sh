@@ -4,7 +4,7 @@
 #   scripts/test.sh              everything (CI runs this: .ci/run)
 #   scripts/test.sh SUITE ...    one or more suites: core, pgtest, structure, types, platform,
 #                                sharing, publication, rls, docs, security, isolation,
-#                                concurrency, dump, upgrade, package, client, python,
+#                                concurrency, dump, upgrade, package, client, python, mcp,
 #                                console, fuzz, citus
 #   scripts/test.sh FILE ...     one or more pg_regress files by name (e.g. trail, scope)
 #   PG_MAJOR=16 scripts/test.sh  the same against another PostgreSQL (13 to 18; default 15)
@@ -25,7 +25,7 @@ declare -A REGRESS=(
     [rls]="rls analyst_queries provenance citus_functions"
     [security]="hostile_triggers hardening attacks"
 )
-ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client python console fuzz citus)
+ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client python mcp console fuzz citus)
 
 passed=0
 failed=0
@@ -190,6 +190,11 @@ if wants python; then
     set +e; "$ROOT/tests/python/run.sh"; result python $?; set -e
 fi
 
+if wants mcp; then
+    log "the MCP gateway (pg-labels-mcp) between the MCP client and the reference servers"
+    set +e; "$ROOT/tests/mcp/run.sh"; result mcp $?; set -e
+fi
+
 if wants console; then
     log "the web console (console/) against its own cluster, in headless Chromium"
     set +e; PGBIN=$PGBIN "$ROOT/tests/console/run.sh"; result console $?; set -e
@@ -230,7 +235,7 @@ if [ $# -eq 0 ] && [ -z "$major_given" ]; then
     for v in ${PG_MATRIX-16 17 18}; do
         log "PostgreSQL $v: the cluster suites"
         started=$SECONDS
-        line=$(PG_MAJOR=$v "$0" pgtest types platform sharing publication rls security docs isolation concurrency dump upgrade package client python fuzz 2>&1 |
+        line=$(PG_MAJOR=$v "$0" pgtest types platform sharing publication rls security docs isolation concurrency dump upgrade package client python mcp fuzz 2>&1 |
             tee "/tmp/pg_labels_test_pg$v.log" | tail -1) || true
         echo "PostgreSQL $v: $line in $((SECONDS - started)) s, its build included (log: /tmp/pg_labels_test_pg$v.log)"
         if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The MCP gateway's overhead (issue 36): the latency pg-labels-mcp adds to an allowed call,
+# against calling the upstream directly. The upstream is server-everything over stdio (pinned in
+# tests/mcp/package-lock.json); its `echo` tool, catalogued `read` (its annotations), is called
+# MCP_BENCH_CALLS times (500) each way with the official MCP Python client over stdio, one call
+# at a time, the two ways alternating call by call (after MCP_BENCH_WARMUP, 50, of each), so that
+# both see the same machine. Through the gateway each call is the gate, a `tool_called` step
+# and a `tool_result` step (three statements, autocommit) around the same upstream call.
+# Printed: p50, p90, p99 and mean of each way, and the gateway's added latency at p50 and p99
+# (the difference of the two ways' percentiles). Twice: with the server's durable commits (each
+# of the three statements waits for its WAL flush), and with the gateway's sessions at
+# synchronous_commit = off (PGOPTIONS), which shows what the gateway itself costs.
+#
+# Needs PGHOST/PGPORT/PGUSER (a superuser) of a running cluster with pg_labels installed, and
+# PGBIN (psql); makes the database pg_labels_mcp_bench there and drops it at the end. The
+# environment (venv, npm ci) is tests/mcp/run.sh's (--prepare).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+: "${PGHOST:?}" "${PGPORT:?}" "${PGUSER:?}" "${PGBIN:?}"
+eval "$(tests/mcp/run.sh --prepare | grep -E '^MCP_(VENV|SERVERS)=')"
+
+db=pg_labels_mcp_bench
+admin() { PGOPTIONS="-c client_min_messages=warning" "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
+admin -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+trap 'admin -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
+"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$db" -c "CREATE EXTENSION pg_labels"
+
+work=$(mktemp -d /tmp/pg_labels_mcp_bench.XXXXXX)
+trap 'rm -rf "$work"; admin -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
+cat > "$work/gateway.toml" <<EOF
+agent = "bench"
+scope = "acme/platform"
+[upstreams.everything]
+command = "$MCP_SERVERS/mcp-server-everything"
+EOF
+
+DSN="host=$PGHOST port=$PGPORT user=$PGUSER dbname=$db" CONFIG=$work/gateway.toml \
+SERVERS=$MCP_SERVERS GATEWAY=$MCP_VENV/bin/pg-labels-mcp \
+CALLS=${MCP_BENCH_CALLS:-500} WARMUP=${MCP_BENCH_WARMUP:-50} \
+"$MCP_VENV/bin/python" - <<'PY'
+import contextlib
+import os
+import statistics
+import time
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+calls, warmup = int(os.environ["CALLS"]), int(os.environ["WARMUP"])
+direct = StdioServerParameters(command=os.environ["SERVERS"] + "/mcp-server-everything")
+gateway = StdioServerParameters(
+    command=os.environ["GATEWAY"],
+    args=["--database", os.environ["DSN"], "--config", os.environ["CONFIG"]],
+)
+relaxed = gateway.model_copy(update={"env": {"PGOPTIONS": "-c synchronous_commit=off"}})
+
+
+@contextlib.asynccontextmanager
+async def connect(params):
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            yield s
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
+
+
+async def measure(title, gateway):
+    times = {"direct": [], "gateway": []}
+    async with connect(direct) as d, connect(gateway) as g:
+        ways = {"direct": (d, "echo"), "gateway": (g, "everything.echo")}
+        for i in range(warmup + calls):
+            for way, (session, tool) in ways.items():
+                start = time.perf_counter()
+                result = await session.call_tool(tool, {"message": f"m{i}"})
+                elapsed = time.perf_counter() - start
+                assert not result.is_error, result
+                if i >= warmup:
+                    times[way].append(elapsed * 1000)
+    print(f"{title}: {calls} calls of server-everything's echo each way ({warmup} warm-up), ms:")
+    print(f"{'':8} {'p50':>7} {'p90':>7} {'p99':>7} {'mean':>7}")
+    for way, xs in times.items():
+        print(
+            f"{way:8} {pct(xs, 50):7.3f} {pct(xs, 90):7.3f} {pct(xs, 99):7.3f} "
+            f"{statistics.fmean(xs):7.3f}"
+        )
+    for p in (50, 99):
+        added = pct(times["gateway"], p) - pct(times["direct"], p)
+        print(f"added by the gateway at p{p}: {added:.3f} ms")
+
+
+async def main():
+    await measure("durable commits", gateway)
+    print()
+    await measure("synchronous_commit = off", relaxed)
+
+
+anyio.run(main)
+PY
+steps=$("$PGBIN/psql" -X -qtA -d "$db" -c "SELECT count(*) FROM pg_labels.steps WHERE kind = 'tool_called'")
+echo "tool_called steps written through the gateway: $steps"

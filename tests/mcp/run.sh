@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The MCP gateway (pg-labels-mcp, python/src/pg_labels/mcp_gateway.py) between the official MCP
+# Python client and the reference servers @modelcontextprotocol/server-filesystem and
+# server-everything, against a running server. Needs PGHOST/PGPORT/PGUSER (a superuser) of a
+# cluster where pg_labels is installed (this script does not install it) and PGBIN, the
+# directory of initdb/pg_ctl/psql (one test stops and starts a cluster of its own, made with
+# them in a temporary directory). Makes a fresh database pg_labels_mcp and drops it at the end;
+# the tests make their own roles (labels_mcp_*) and drop them.
+#
+# The virtual environment is tests/python's approach: python/requirements-test.txt (mcp is
+# pinned there) in $MCP_VENV (default /tmp/pg_labels_mcp_venv), reused while that file is the
+# same. The servers are installed with `npm ci` from tests/mcp/package.json and
+# package-lock.json (pinned) into /tmp/pg_labels_mcp_npm.<hash of the lock file>.
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+: "${PGHOST:?set PGHOST (host or socket directory) of a cluster with pg_labels installed}"
+: "${PGPORT:?set PGPORT}"
+: "${PGUSER:?set PGUSER}"
+[ "${1:-}" = --prepare ] ||
+    : "${PGBIN:?set PGBIN (the directory of initdb and pg_ctl of that PostgreSQL)}"
+export PGHOST PGPORT PGUSER PGBIN=${PGBIN:-}
+
+python3 -c 'import sys; assert sys.version_info >= (3, 11), sys.version' ||
+    { echo "mcp: the tests need Python 3.11 or later as python3" >&2; exit 1; }
+if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+    else
+        echo "mcp: the reference servers need node and npm (Node.js 18 or later)" >&2
+        exit 1
+    fi
+fi
+python3 -c 'import ensurepip, venv' 2>/dev/null ||
+    { echo "mcp: needs python3's venv module (Debian: apt-get install python3-venv)" >&2; exit 1; }
+
+venv=${MCP_VENV:-/tmp/pg_labels_mcp_venv}
+requirements=$ROOT/python/requirements-test.txt
+stamp=$(sha256sum "$requirements" | cut -d' ' -f1)
+if [ "$(cat "$venv/.requirements" 2>/dev/null || true)" != "$stamp" ]; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$requirements"
+    echo "$stamp" > "$venv/.requirements"
+fi
+"$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation --force-reinstall \
+    --no-deps "$ROOT/python[mcp]"
+"$venv/bin/pip" check -q >/dev/null 2>&1 || "$venv/bin/pip" check
+# docs/mcp.md's blocks marked <!-- run by tests/mcp/run.sh -->, as written (the Nth of them)
+docs_block() {
+    awk -v n="$1" '/^<!-- run by tests\/mcp\/run.sh -->$/ { seen++; on = (seen == n); next }
+        on && /^```sh/ { block = 1; next } block && /^```/ { exit } block' "$ROOT/docs/mcp.md"
+}
+# ... its install line, from the repository's root
+(cd "$ROOT" && PATH="$venv/bin:$PATH" bash -euo pipefail -c "$(docs_block 1)") >/dev/null
+
+lock=$ROOT/tests/mcp/package-lock.json
+servers=/tmp/pg_labels_mcp_npm.$(sha256sum "$lock" | cut -c1-16)
+if [ ! -x "$servers/node_modules/.bin/mcp-server-everything" ]; then
+    echo "mcp: npm ci (the reference servers) into $servers"
+    rm -rf "$servers.tmp"
+    mkdir -p "$servers.tmp"
+    cp "$ROOT/tests/mcp/package.json" "$lock" "$servers.tmp/"
+    (cd "$servers.tmp" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    rm -rf "$servers"
+    mv "$servers.tmp" "$servers"
+fi
+
+# `tests/mcp/run.sh --prepare`: only the environment (for bench/mcp.sh), whose paths it prints.
+if [ "${1:-}" = --prepare ]; then
+    echo "MCP_VENV=$venv"
+    echo "MCP_SERVERS=$servers/node_modules/.bin"
+    exit 0
+fi
+
+echo "mcp: ruff"
+"$venv/bin/ruff" check --config "$ROOT/python/pyproject.toml" "$ROOT/python/src" "$ROOT/tests/mcp"
+echo "mcp: mypy --strict"
+(cd "$ROOT/python" && "$venv/bin/mypy" --strict src/pg_labels)
+
+db=pg_labels_mcp
+admin() { PGOPTIONS="-c client_min_messages=warning" "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
+admin -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+trap 'admin -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
+"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$db" -c "CREATE EXTENSION pg_labels"
+# ... and its roles and grants, in the test database (then dropped: the tests make roles of
+# their own, the same grants under names of their own, in conftest.py)
+drop_doc_roles() {
+    for role in mcp_gateway mcp_catalog; do
+        "$PGBIN/psql" -X -q -d "$db" -c "DROP OWNED BY $role" -c "DROP ROLE $role" >/dev/null 2>&1 || true
+    done
+}
+drop_doc_roles
+(cd "$ROOT" && PATH="$PGBIN:$PATH" PGDATABASE=$db bash -euo pipefail -c "$(docs_block 2)")
+drop_doc_roles
+
+echo "mcp: pytest (the gateway with $(cd "$servers" && node -p 'const l = require("./package-lock.json").packages; ["server-filesystem", "server-everything"].map(n => n + " " + l["node_modules/@modelcontextprotocol/" + n].version).join(", ")'))"
+(cd "$ROOT/tests/mcp" &&
+    PGDATABASE=$db MCP_SERVERS=$servers/node_modules/.bin GATEWAY=$venv/bin/pg-labels-mcp \
+        "$venv/bin/python" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-})
+
+admin -c "DROP DATABASE $db WITH (FORCE)"
+trap - EXIT
+echo "mcp: ok"
