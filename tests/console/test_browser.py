@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from conftest import PASSWORDS
@@ -41,11 +41,29 @@ def browser() -> Iterator[WebDriver]:
         driver.quit()
 
 
+def gone(old: WebElement) -> Any:
+    """EC.staleness_of, also for the other answer chromedriver gives for an element of a page
+    being replaced: "Node with given id does not belong to the document"."""
+
+    def check(_driver: WebDriver) -> bool:
+        try:
+            old.is_enabled()
+            return False
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as e:
+            if "does not belong to the document" in str(e):
+                return True
+            raise
+
+    return check
+
+
 def submit(driver: WebDriver, button: WebElement) -> None:
     """Click a form's button and wait for the page it leads to."""
     old = driver.find_element(By.TAG_NAME, "html")
     button.click()
-    WebDriverWait(driver, 10).until(EC.staleness_of(old))
+    WebDriverWait(driver, 10).until(gone(old))
 
 
 def shot(driver: WebDriver, name: str) -> None:
