@@ -7,9 +7,8 @@
 # them in a temporary directory). Makes a fresh database pg_labels_mcp and drops it at the end;
 # the tests make their own roles (labels_mcp_*) and drop them.
 #
-# The virtual environment is tests/python's approach: python/requirements-test.txt (mcp is
-# pinned there) in $MCP_VENV (default /tmp/pg_labels_mcp_venv), reused while that file is the
-# same. The servers are installed with `npm ci` from tests/mcp/package.json and
+# The virtual environment is tests/python's (tests/python/venv.sh: python/requirements-test.txt,
+# where mcp is pinned). The servers are installed with `npm ci` from tests/mcp/package.json and
 # package-lock.json (pinned) into /tmp/pg_labels_mcp_npm.<hash of the lock file>.
 set -euo pipefail
 
@@ -22,8 +21,6 @@ ROOT=$PWD
     : "${PGBIN:?set PGBIN (the directory of initdb and pg_ctl of that PostgreSQL)}"
 export PGHOST PGPORT PGUSER PGBIN=${PGBIN:-}
 
-python3 -c 'import sys; assert sys.version_info >= (3, 11), sys.version' ||
-    { echo "mcp: the tests need Python 3.11 or later as python3" >&2; exit 1; }
 if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         apt-get update -qq
@@ -33,18 +30,7 @@ if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
         exit 1
     fi
 fi
-python3 -c 'import ensurepip, venv' 2>/dev/null ||
-    { echo "mcp: needs python3's venv module (Debian: apt-get install python3-venv)" >&2; exit 1; }
-
-venv=${MCP_VENV:-/tmp/pg_labels_mcp_venv}
-requirements=$ROOT/python/requirements-test.txt
-stamp=$(sha256sum "$requirements" | cut -d' ' -f1)
-if [ "$(cat "$venv/.requirements" 2>/dev/null || true)" != "$stamp" ]; then
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check -r "$requirements"
-    echo "$stamp" > "$venv/.requirements"
-fi
+source "$ROOT/tests/python/venv.sh"
 "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation --force-reinstall \
     --no-deps "$ROOT/python[mcp]"
 "$venv/bin/pip" check -q >/dev/null 2>&1 || "$venv/bin/pip" check

@@ -15,29 +15,7 @@ ROOT=$PWD
 : "${PGUSER:?set PGUSER}"
 export PGHOST PGPORT PGUSER
 
-# The package runs on Python 3.10 and later; its pinned test tools (hypothesis, SQLAlchemy 2.1)
-# need 3.11. And python3's venv module (Debian ships it apart: python3-venv).
-python3 -c 'import sys; assert sys.version_info >= (3, 11), sys.version' ||
-    { echo "python: the tests need Python 3.11 or later as python3" >&2; exit 1; }
-if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-    else
-        echo "python: needs python3's venv module (Debian: apt-get install python3-venv)" >&2
-        exit 1
-    fi
-fi
-
-venv=${PY_VENV:-/tmp/pg_labels_python_venv}
-requirements=$ROOT/python/requirements-test.txt
-stamp=$(sha256sum "$requirements" | cut -d' ' -f1)
-if [ "$(cat "$venv/.requirements" 2>/dev/null || true)" != "$stamp" ]; then
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check -r "$requirements"
-    echo "$stamp" > "$venv/.requirements"
-fi
+source "$ROOT/tests/python/venv.sh"
 # The package itself, afresh every run (not editable: the tests import what pip installed).
 "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation --force-reinstall \
     --no-deps "$ROOT/python[asyncpg,sqlalchemy,openai-agents,langgraph,otel]"

@@ -187,16 +187,7 @@ class Guard:
                     if decision.decision == "ask"
                     else (None, None)
                 )
-            if step is not None:
-                verdict = self._allowed(tool, decision, step)
-            elif request is not None:
-                verdict = self._asked(
-                    tool, catalog, decision.rule, decision.reason, request, decision.step_id, state
-                )
-            else:
-                verdict = self._blocked(
-                    tool, catalog, decision.rule, decision.reason, decision.step_id
-                )
+            verdict = self._verdict(tool, catalog, decision, step, request, state)
         except Exception as err:
             verdict = self._failed(tool, catalog, err)
         return self._decided(verdict, span)
@@ -218,19 +209,28 @@ class Guard:
                     if decision.decision == "ask"
                     else (None, None)
                 )
-            if step is not None:
-                verdict = self._allowed(tool, decision, step)
-            elif request is not None:
-                verdict = self._asked(
-                    tool, catalog, decision.rule, decision.reason, request, decision.step_id, state
-                )
-            else:
-                verdict = self._blocked(
-                    tool, catalog, decision.rule, decision.reason, decision.step_id
-                )
+            verdict = self._verdict(tool, catalog, decision, step, request, state)
         except Exception as err:
             verdict = self._failed(tool, catalog, err)
         return self._decided(verdict, span)
+
+    def _verdict(
+        self,
+        tool: str,
+        catalog: str,
+        decision: Decision,
+        step: Step | None,
+        request: int | None,
+        state: str | None,
+    ) -> Verdict:
+        """What the gate's decision and what was recorded for it say to the caller."""
+        if step is not None:
+            return self._allowed(tool, decision, step)
+        if request is not None:
+            return self._asked(
+                tool, catalog, decision.rule, decision.reason, request, decision.step_id, state
+            )
+        return self._blocked(tool, catalog, decision.rule, decision.reason, decision.step_id)
 
     # An ``ask`` records one request per call (tool and arguments): while it waits, the same
     # call asked again points at it instead of recording another; once it is denied the

@@ -1,0 +1,26 @@
+# The test environment of the Python package, shared by tests/python and tests/mcp: sourced
+# with ROOT set; sets `venv`. Python 3.11 or later as python3 (the package runs on 3.10 and
+# later; its pinned test tools need 3.11), its venv module (Debian ships it apart:
+# python3-venv, installed when run as root), and a virtual environment in $PY_VENV (default
+# /tmp/pg_labels_python_venv) with python/requirements-test.txt, made again only when that
+# file changes. Each suite then installs the package itself with the extras it tests.
+python3 -c 'import sys; assert sys.version_info >= (3, 11), sys.version' ||
+    { echo "the Python tests need Python 3.11 or later as python3" >&2; exit 1; }
+if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    else
+        echo "the Python tests need python3's venv module (Debian: apt-get install python3-venv)" >&2
+        exit 1
+    fi
+fi
+venv=${PY_VENV:-/tmp/pg_labels_python_venv}
+requirements=$ROOT/python/requirements-test.txt
+stamp=$(sha256sum "$requirements" | cut -d' ' -f1)
+if [ "$(cat "$venv/.requirements" 2>/dev/null || true)" != "$stamp" ]; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$requirements"
+    echo "$stamp" > "$venv/.requirements"
+fi
