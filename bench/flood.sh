@@ -84,13 +84,7 @@ bench() { # version script clients: tps
     "$(dirname "${config[$1]}")/pgbench" -n -h "$work" -p "${port[$1]}" -U postgres -c "$3" -j "$3" -T "$seconds" \
         -f "$work/$2" flood 2>/dev/null | sed -n 's/^tps = \([0-9.]*\).*/\1/p'
 }
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-interval() {
-    tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END {
-        n = NR; p = 0.5 ^ n; c = p; k = 0
-        for (j = 0; j < n && 2 * c <= 0.05; j++) { k = j + 1; p = p * (n - j) / (j + 1); c += p }
-        if (k == 0) print "none (fewer than 6 rounds)"; else printf "%.3f - %.3f\n", a[k], a[n + 1 - k] }'
-}
+source "$ROOT/bench/stats.sh"
 
 declare -A quiet allowed refusals
 ratios=""

@@ -12,11 +12,15 @@
 # installed in the server of $PGBIN and valgrind.
 #   bench/instructions.sh [N]   (default 2000)
 # INSTR_KEEP=dir keeps the callgrind files there (callgrind.<table>.<count>), for per-function
-# differences with callgrind_annotate --inclusive=yes.
+# differences with callgrind_annotate --inclusive=yes. INSTR_RUNS (default 100) is how many runs
+# the inserts go round (issue 38: 10,000 active runs, more than a backend kept places of);
+# INSTR_TIME_ROUNDS=0 skips the timed part; INSTR_ENFORCED_ONLY=1 counts (a) alone (a change
+# to the trigger compared before and after).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 n=${1:-2000}
+runs=${INSTR_RUNS:-100}
 command -v valgrind >/dev/null || { apt-get install -y -qq valgrind >/dev/null; }
 work=$(mktemp -d /tmp/pg_labels_instructions.XXXXXX)
 chmod 755 "$work"
@@ -28,7 +32,9 @@ runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/data" -l "$work/log" -w \
     -o "-c listen_addresses='' -k $work -p 5435" start >/dev/null
 "$PGBIN/psql" -X -q -h "$work" -p 5435 -U postgres -d postgres -c "CREATE DATABASE bench_trail"
 "$PGBIN/psql" -X -q -h "$work" -p 5435 -U postgres -d bench_trail -c "CREATE EXTENSION pg_labels" \
-    -f "$here/trail_setup.sql" -f - >/dev/null <<'SQL'
+    -f "$here/trail_setup.sql" -v runs="$runs" -f - >/dev/null <<'SQL'
+-- the runs past the setup's 100 the inserts go round (INSTR_RUNS)
+INSERT INTO pg_labels.runs (id, scope) SELECT md5(i::text)::uuid, 'acme/platform' FROM generate_series(101, :runs) i;
 -- (c) the bare table partitioned as the trail is (a ring of monthly partitions by slot): the
 -- cost of routing a row to its partition, which the trail pays for O(1) retention
 CREATE SCHEMA bench_part;
@@ -67,7 +73,8 @@ SQL
 "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$work" -p 5435 -U postgres -d bench_nochain -c "CREATE EXTENSION pg_labels" \
     -c "ALTER TABLE pg_labels.steps DROP COLUMN prev_hash, DROP COLUMN hash" \
     -c "ALTER TABLE pg_labels.runs DROP COLUMN opened_labels, DROP COLUMN chain_head, DROP COLUMN chain_slot, DROP COLUMN chain_cut, DROP COLUMN chain_cut_length" \
-    -f "$here/trail_setup.sql" >/dev/null
+    -f "$here/trail_setup.sql" -v runs="$runs" \
+    -c "INSERT INTO pg_labels.runs (id, scope) SELECT md5(i::text)::uuid, 'acme/platform' FROM generate_series(101, $runs) i" >/dev/null
 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/data" -m fast -w stop >/dev/null
 
 # $1 table, $2 count: that many executions of one prepared insert (as pgbench -M prepared
@@ -77,7 +84,7 @@ statements() {
     local i
     echo "PREPARE ins(int) AS INSERT INTO $1 (run_id, kind, tool, labels, args) VALUES (md5(\$1::text)::uuid, 'tool_called', 'tickets.read', '{area:acme/platform}', '{\"ticket\": 42}');"
     for ((i = 1; i <= $2; i++)); do
-        echo "EXECUTE ins($((i % 100 + 1)));"
+        echo "EXECUTE ins($((i % runs + 1)));"
     done
 }
 
@@ -106,7 +113,14 @@ seconds() {
 }
 
 declare -A per
-for t in pg_labels.steps bench_plain.steps bench_part.steps bench_floor.steps; do
+tables=(pg_labels.steps bench_plain.steps bench_part.steps bench_floor.steps)
+if [ -n "${INSTR_ENFORCED_ONLY:-}" ]; then
+    one=$(count pg_labels.steps "$n")
+    two=$(count pg_labels.steps $((2 * n)))
+    printf '(a) pg_labels.steps, enforced: %d instructions per insert (%d runs)\n' $(( (two - one) / n )) "$runs"
+    exit 0
+fi
+for t in "${tables[@]}"; do
     one=$(count "$t" "$n")
     two=$(count "$t" $((2 * n)))
     per[$t]=$(( (two - one) / n ))
@@ -134,6 +148,7 @@ printf 'the chain: ratio with it / without it (d/a): %.3f (issue 17: >= 0.97)\n'
 # INSTR_TIME_ROUNDS rounds (default 5), with and without the chain interleaved; medians.
 tn=${INSTR_TIME_N:-20000}
 rounds=${INSTR_TIME_ROUNDS:-5}
+[ "$rounds" -gt 0 ] || exit 0
 ta="" td=""
 for ((r = 1; r <= rounds; r++)); do
     for db in bench_trail bench_nochain; do
@@ -143,7 +158,7 @@ for ((r = 1; r <= rounds; r++)); do
         if [ $db = bench_trail ]; then ta="$ta $us"; else td="$td $us"; fi
     done
 done
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+source "$here/stats.sh"
 ma=$(echo "$ta" | median)
 md=$(echo "$td" | median)
 printf '\nCPU time per INSERT (single-user backend, no valgrind; median of %d rounds of %d)\n' "$rounds" "$tn"

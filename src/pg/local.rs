@@ -154,3 +154,62 @@ impl std::hash::Hasher for IdHasher {
 
 /// A map keyed by ids drawn at random (see [`IdHasher`]).
 pub type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// A bounded map of the most recently used entries, keyed by ids drawn at random: two
+/// generations of at most `keep` entries each. An entry is looked up in the current generation,
+/// then in the previous one (and moved into the current); when the current one is full it
+/// becomes the previous one, and the entries not used since are dropped. So a backend that goes
+/// round more keys than `keep` still finds the last `keep` it used, where a map cleared whole
+/// when full would miss about half of them.
+pub struct Recent<K, V> {
+    current: IdMap<K, V>,
+    previous: IdMap<K, V>,
+    keep: usize,
+}
+
+impl<K: std::hash::Hash + Eq, V> Recent<K, V> {
+    pub const fn new(keep: usize) -> Self {
+        Recent {
+            current: HashMap::with_hasher(BuildHasherDefault::new()),
+            previous: HashMap::with_hasher(BuildHasherDefault::new()),
+            keep,
+        }
+    }
+
+    /// The entry of `key`, if it was used in this generation or the one before.
+    pub fn get(&mut self, key: &K) -> Option<&mut V>
+    where
+        K: Copy,
+    {
+        if !self.current.contains_key(key) {
+            let v = self.previous.remove(key)?;
+            self.insert(*key, v);
+        }
+        self.current.get_mut(key)
+    }
+
+    /// Keep `value` for `key`.
+    pub fn insert(&mut self, key: K, value: V) {
+        if self.current.len() >= self.keep && !self.current.contains_key(&key) {
+            self.previous = std::mem::take(&mut self.current);
+        }
+        self.current.insert(key, value);
+    }
+
+    /// The entry of `key`, made with `V::default()` if there is none.
+    pub fn entry(&mut self, key: K) -> &mut V
+    where
+        K: Copy,
+        V: Default,
+    {
+        if self.get(&key).is_none() {
+            self.insert(key, V::default());
+        }
+        self.current.entry(key).or_default()
+    }
+
+    pub fn clear(&mut self) {
+        self.current.clear();
+        self.previous.clear();
+    }
+}

@@ -10,7 +10,7 @@
 use crate::pg::datum::{Bytea, Uuid};
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
 use crate::pg::heap::{PageHint, Paged, Table};
-use crate::pg::local::{BackendLocal, IdMap};
+use crate::pg::local::{BackendLocal, Recent};
 use crate::pg::trigger::{col, Columns};
 use crate::platform::relations::{missing, relation};
 use pg_labels_core::chain;
@@ -32,7 +32,7 @@ static STEP_HASH: Columns<3> = Columns::new([
 ]);
 
 /// What this backend saw of each run's steps, across transactions (see [`Seen`]).
-static SEEN_STEPS: BackendLocal<Option<IdMap<Uuid, Seen>>> = BackendLocal::new(None);
+static SEEN_STEPS: BackendLocal<Recent<Uuid, Seen>> = BackendLocal::new(Recent::new(SEEN_STEPS_KEPT));
 #[derive(Clone, Copy, Default)]
 struct Seen {
     /// The id of a recent step of the run (the last one it wrote in a transaction that
@@ -49,18 +49,12 @@ struct Seen {
     /// with no row read.
     mine: Option<(u64, i64, chain::Hash)>,
 }
-/// How many runs a backend remembers a step of.
-const SEEN_STEPS_KEPT: usize = 65536;
+/// How many runs a backend remembers a step of (at least; see [`Recent`]).
+const SEEN_STEPS_KEPT: usize = 32768;
 
 /// Remember what was seen of `run`'s steps (see [`SEEN_STEPS`]).
 fn saw_step(run: &Uuid, f: impl FnOnce(&mut Seen)) {
-    SEEN_STEPS.with(|s| {
-        let s = s.get_or_insert_with(IdMap::default);
-        if s.len() >= SEEN_STEPS_KEPT {
-            s.clear();
-        }
-        f(s.entry(*run).or_default());
-    });
+    SEEN_STEPS.with(|s| f(s.entry(*run)));
 }
 
 /// A step this backend wrote to `run` in a transaction that committed: its id and hash, under
@@ -120,7 +114,7 @@ pub(super) fn last_step(namespace: Oid, slot: i16, run: &Uuid) -> Result<Option<
         Ok((f.get::<i64>(c_id)?.unwrap_or_default(), hash))
     };
     let mut seen = SEEN_STEPS
-        .with(|s| s.as_ref().and_then(|s| s.get(run).copied()))
+        .with(|s| s.get(run).copied())
         .unwrap_or_default();
     let found = if fits {
         // the step this backend committed last, while no relation changed since (the trail

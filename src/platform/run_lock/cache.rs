@@ -7,10 +7,9 @@ use crate::pg::datum::Uuid;
 use crate::pg::error::Result;
 use crate::pg::fmgr::external_id;
 use crate::pg::heap::{Found, Table, Tid};
-use crate::pg::local::BackendLocal;
+use crate::pg::local::{BackendLocal, Recent};
 use pg_labels_core::LabelSet as LabelSetCol;
 use pgrx::pg_sys::{self, Oid};
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// Decoded labels of runs that keep them out of line: ((TOAST relation, value id), run, scope).
@@ -56,12 +55,7 @@ pub(super) fn fetch_run<T>(
         f,
     )?;
     if let Some(place) = hint {
-        RUN_PLACES.with(|p| {
-            if p.places.len() >= RUN_PLACES_KEPT {
-                p.places.clear();
-            }
-            p.places.insert(*run, place);
-        });
+        RUN_PLACES.with(|p| p.places.insert(*run, place));
     }
     Ok(result)
 }
@@ -70,27 +64,29 @@ pub(super) fn fetch_run<T>(
 struct RunPlaces {
     generation: u64,
     table: Oid,
-    places: BTreeMap<Uuid, Tid>,
+    places: Recent<Uuid, Tid>,
 }
 static RUN_PLACES: BackendLocal<RunPlaces> = BackendLocal::new(RunPlaces {
     generation: 0,
     table: Oid::INVALID,
-    places: BTreeMap::new(),
+    places: Recent::new(RUN_PLACES_KEPT),
 });
 /// The versions of runs this transaction wrote last (see [`super::LockedRun::advance`]).
 struct Written {
     xid: pg_sys::TransactionId,
     table: Oid,
-    places: BTreeMap<Uuid, Tid>,
+    places: Recent<Uuid, Tid>,
 }
 static WRITTEN: BackendLocal<Written> = BackendLocal::new(Written {
     xid: pg_sys::InvalidTransactionId,
     table: Oid::INVALID,
-    places: BTreeMap::new(),
+    places: Recent::new(RUN_PLACES_KEPT),
 });
 
-/// How many runs' places a backend keeps.
-const RUN_PLACES_KEPT: usize = 8192;
+/// How many runs' places a backend keeps (at least; see [`Recent`]): more than the active
+/// runs of a busy platform (issue 38 measures 10,000), so that a backend going round them all
+/// finds each where it found it last.
+const RUN_PLACES_KEPT: usize = 16384;
 
 /// The labels of the run `run` (in `scope`) whose row `found` holds in column `c_labels`,
 /// decoded: from [`BIG_RUNS`] when they are out of line and decoded already.
@@ -148,9 +144,6 @@ pub(super) fn wrote(table: Oid, run: &Uuid, place: Tid) {
         if w.xid != xid || w.table != table {
             w.xid = xid;
             w.table = table;
-            w.places.clear();
-        }
-        if w.places.len() >= RUN_PLACES_KEPT {
             w.places.clear();
         }
         w.places.insert(*run, place);
