@@ -10,9 +10,11 @@ use crate::platform::relations::{missing, relation, relation_named};
 use pgrx::pg_sys::{self, Datum, Oid};
 use std::ffi::CStr;
 
-// nextval(regclass) itself, a V1 function (pgrx binds it without the C calling convention).
+// nextval() as identity columns take it: without the privilege check, which the tables' owner
+// passes (the sequences are the platform's, taken for the trigger of the owner's table), so
+// with no change of user around it. Unguarded: under crate::pg::catch.
 unsafe extern "C-unwind" {
-    fn nextval_oid(fcinfo: pg_sys::FunctionCallInfo) -> Datum;
+    fn nextval_internal(relid: Oid, check_permissions: bool) -> i64;
 }
 
 /// On a Citus node, ids are taken from the node's own range, as Citus does for the sequences
@@ -149,12 +151,7 @@ pub fn next_id_where(
         }
         None => seq,
     };
-    crate::pg::spi::as_owner(owner, || {
-        // SAFETY: nextval_oid is a V1 function of one oid argument; the guard of pg_sys turns
-        // its errors (sequence exhausted) into ours.
-        let d = unsafe {
-            pg_sys::DirectFunctionCall1Coll(Some(nextval_oid), Oid::INVALID, Datum::from(seq))
-        };
-        Ok(d.value() as i64)
-    })
+    // SAFETY: calls one unguarded C function and owns nothing; its errors (the sequence
+    // exhausted, a read-only transaction) come back whole.
+    unsafe { crate::pg::catch::catch(|| nextval_internal(seq, false)) }
 }
