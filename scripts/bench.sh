@@ -28,16 +28,20 @@
 #                               found by PostgreSQL's index scan (feature bench_api_probe), the
 #                               two libraries swapped with a restart between rounds
 #                               (READERS_ROUNDS, 5; READERS_SECONDS, 20; not part of "all")
-#   scripts/bench.sh scale      the trail at scale (issue 18): a trail of SCALE_STEPS steps
-#                               (default 10,000,000; 30,000,000 for the other figure) over
-#                               SCALE_RUNS runs (10,000), then every ratio against the bare table
-#                               holding the same rows: single-row inserts and their WAL
-#                               (over SCALE_WAL_STEPS steps, 40,000, the same for both), 8
-#                               clients on one run and on 8 runs, COPY (SCALE_COPY rows,
-#                               1,000,000), INSERT ... SELECT (100,000), and the analysts'
-#                               queries against the superuser's; the writes also into the
-#                               floor, the bare table partitioned with a C trigger that does
-#                               almost nothing (not part of "all")
+#   scripts/bench.sh scale      the trail at scale (issues 18, 38): a trail of SCALE_STEPS steps
+#                               (default 10,000,000) over SCALE_RUNS runs (10,000), and the
+#                               same rows in the bare table and in the floor (the bare table
+#                               partitioned as the trail, with a C trigger that does almost
+#                               nothing); then every write into all three, in SCALE_ROUNDS rounds
+#                               (7) with the order reversed every other round, each ratio
+#                               reported with its rounds' median and 95% interval: single-row
+#                               inserts and their WAL (over SCALE_WAL_STEPS steps, 40,000, the
+#                               same for each), 8 clients on one run and on 8 runs, bursts of 8
+#                               parallel calls on one run (SCALE_BURSTS a round, 500;
+#                               bench/burst.py), COPY (SCALE_COPY rows, 1,000,000) and
+#                               INSERT ... SELECT (100,000) in SCALE_BULK_ROUNDS rounds (6), and
+#                               the analysts' queries against the superuser's (not part of "all";
+#                               about 40 minutes)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 what=${1:-all}
 
@@ -251,6 +255,7 @@ if [ "$what" = scale ]; then
     start=$(date +%s)
     psql_q -d bench_scale -v steps="$steps" -v runs="$nruns" -f "$ROOT/bench/scale_setup.sql" >/dev/null
     echo "loaded in $(($(date +%s) - start)) s"
+    loaded=$("$PGBIN/psql" -X -qAt -d bench_scale -c "SELECT max(id) FROM pg_labels.steps")
     work=$(mktemp -d /tmp/pg_labels_scale.XXXXXX)
     chmod 755 "$work"
     chown postgres: "$work"
@@ -348,6 +353,14 @@ if [ "$what" = scale ]; then
             rb[$k]="${rb[$k]:-} $(echo "${this[bench_plain]} / ${this[pg_labels]}" | bc -l)"
         done
     done
+    # the chain of every step the benchmark wrote: linked to its run's step before it (the
+    # loaded history's hashes are not its rows' own: verify() would fail them, not the writes)
+    links=$("$PGBIN/psql" -X -qAt -d bench_scale -c "
+        SELECT count(*) FILTER (WHERE prev_hash IS DISTINCT FROM prev) || ' of ' || count(*)
+          FROM (SELECT id, prev_hash, lag(hash) OVER (PARTITION BY run_id ORDER BY id) AS prev
+                  FROM pg_labels.steps WHERE id > $loaded - 100 * $nruns) s
+         WHERE id > $loaded")
+    log "scale: steps written by the benchmark not linked to their run's step before: $links"
     # the analysts' queries: as an analyst of acme (row-level security), and as the superuser
     log "scale: analysts' queries, as bench_analyst in scope acme and as the superuser, $rounds rounds of 5 s"
     run7=$("$PGBIN/psql" -X -qAt -d bench_scale -c "SELECT md5('scale7')::uuid")
@@ -377,6 +390,7 @@ if [ "$what" = scale ]; then
     rm -rf "$work"
 
     echo "$burst" | tail -3
+    echo "steps written by the benchmark not linked to their run's step before: $links"
     printf '\n%-40s %12s %12s %12s %9s %9s %s\n' "trail of $steps steps, $nruns runs" "enforced" "floor" "bare" "enf/floor" "enf/bare" "goal (issue 38)"
     row() { printf '%-40s %12s %12s %12s %9.3f %9.3f %s\n' "$@"; }
     spread() { # $1 workload: the rounds' medians and intervals

@@ -32,7 +32,8 @@ static STEP_HASH: Columns<3> = Columns::new([
 ]);
 
 /// What this backend saw of each run's steps, across transactions (see [`Seen`]).
-static SEEN_STEPS: BackendLocal<Recent<Uuid, Seen>> = BackendLocal::new(Recent::new(SEEN_STEPS_KEPT));
+static SEEN_STEPS: BackendLocal<Recent<Uuid, Seen>> =
+    BackendLocal::new(Recent::new(SEEN_STEPS_KEPT));
 #[derive(Clone, Copy, Default)]
 struct Seen {
     /// The id of a recent step of the run (the last one it wrote in a transaction that
@@ -113,9 +114,7 @@ pub(super) fn last_step(namespace: Oid, slot: i16, run: &Uuid) -> Result<Option<
             .ok_or_else(|| unchained(run))?;
         Ok((f.get::<i64>(c_id)?.unwrap_or_default(), hash))
     };
-    let mut seen = SEEN_STEPS
-        .with(|s| s.get(run).copied())
-        .unwrap_or_default();
+    let mut seen = SEEN_STEPS.with(|s| s.get(run).copied()).unwrap_or_default();
     let found = if fits {
         // the step this backend committed last, while no relation changed since (the trail
         // may have been made again, and its ids started over)
