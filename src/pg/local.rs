@@ -213,3 +213,38 @@ impl<K: std::hash::Hash + Eq, V> Recent<K, V> {
         self.previous.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Recent;
+
+    #[test]
+    fn recent_keeps_what_was_used_last() {
+        let mut r: Recent<u64, u64> = Recent::new(2);
+        r.insert(1, 10);
+        r.insert(2, 20);
+        // full: the next new key starts a generation, the two before are still found
+        r.insert(3, 30);
+        assert_eq!(r.get(&1).copied(), Some(10));
+        // 1 moved into the current generation (3, 1): full again
+        r.insert(4, 40);
+        // (3, 1) the previous generation now, 2 dropped
+        assert_eq!(r.get(&2), None);
+        assert_eq!(r.get(&3).copied(), Some(30));
+        assert_eq!(r.get(&4).copied(), Some(40));
+        *r.entry(5) += 5;
+        assert_eq!(r.get(&5).copied(), Some(5));
+        assert!(r.current.len() <= 2 && r.previous.len() <= 2);
+        // going round as many keys as kept (a map cleared whole when full would lose them
+        // all at every turn): after the first round each is found
+        let mut r: Recent<u64, u64> = Recent::new(100);
+        for round in 0..3 {
+            for k in 0..100 {
+                assert_eq!(r.get(&k).is_some(), round > 0, "key {k}, round {round}");
+                r.insert(k, k);
+            }
+        }
+        r.clear();
+        assert_eq!(r.get(&1), None);
+    }
+}
