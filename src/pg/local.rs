@@ -202,8 +202,9 @@ impl<K: std::hash::Hash + Eq, V> Recent<K, V> {
         K: Copy,
         V: Default,
     {
-        if self.get(&key).is_none() {
-            self.insert(key, V::default());
+        if !self.current.contains_key(&key) {
+            let v = self.previous.remove(&key).unwrap_or_default();
+            self.insert(key, v);
         }
         self.current.entry(key).or_default()
     }

@@ -61,15 +61,10 @@ if [ "${1:-}" = --prepare ]; then
     exit 0
 fi
 
-echo "mcp: ruff"
-"$venv/bin/ruff" check --config "$ROOT/python/pyproject.toml" "$ROOT/python/src" "$ROOT/tests/mcp"
-echo "mcp: mypy --strict"
-(cd "$ROOT/python" && "$venv/bin/mypy" --strict src/pg_labels)
+lint_package mcp "$ROOT/tests/mcp"
 
 db=pg_labels_mcp
-admin() { PGOPTIONS="-c client_min_messages=warning" "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
-admin -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
-trap 'admin -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
+fresh_databases $db
 "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$db" -c "CREATE EXTENSION pg_labels"
 # ... and its roles and grants, in the test database (then dropped: the tests make roles of
 # their own, the same grants under names of their own, in conftest.py)

@@ -26,20 +26,12 @@ echo "python: docs/python.md's install lines"
 (cd "$ROOT" && PATH="$venv/bin:$PATH" bash -euo pipefail -c "$(awk '/^## Install/ { on = 1 } on && /^```sh/ { block = 1; next }
     block && /^```/ { exit } block' docs/python.md)") >/dev/null
 
-echo "python: ruff"
-"$venv/bin/ruff" check --config "$ROOT/python/pyproject.toml" "$ROOT/python/src" "$ROOT/tests/python"
-echo "python: mypy --strict"
-(cd "$ROOT/python" && "$venv/bin/mypy" --strict src/pg_labels)
+lint_package python "$ROOT/tests/python"
 
 db=pg_labels_python
-admin() { PGOPTIONS="-c client_min_messages=warning" "${PGBIN:+$PGBIN/}psql" -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
-admin -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
-# Drop it on the way out too, should a step fail.
-trap 'admin -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
+# (and a second database without the extension, for ExtensionMissing)
+fresh_databases $db ${db}_bare
 "${PGBIN:+$PGBIN/}psql" -X -q -v ON_ERROR_STOP=1 -d "$db" -c "CREATE EXTENSION pg_labels"
-# A second database without the extension, for ExtensionMissing.
-admin -c "DROP DATABASE IF EXISTS ${db}_bare" -c "CREATE DATABASE ${db}_bare"
-trap 'admin -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "DROP DATABASE IF EXISTS ${db}_bare WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
 
 echo "python: pytest"
 (cd "$ROOT/tests/python" &&

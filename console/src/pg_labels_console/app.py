@@ -173,16 +173,19 @@ class Console:
             return None, self.redirect("/login?expired=1" if expired else "/login")
         return s, None
 
-    async def posted(self, request: Request) -> tuple[Session | None, dict[str, str], Response | None]:
-        """The session of a POST whose CSRF token matches it, and its form; 403 otherwise."""
+    async def posted(self, request: Request, signed_in: bool = False) -> tuple[Session, dict[str, str]] | Response:
+        """The session of a POST whose CSRF token matches it (and, if `signed_in`, that has
+        signed in), and its form; the 403 to answer otherwise."""
         s, _ = self.sessions.get(request.cookies.get(COOKIE))
         if s is None:
-            return None, {}, self.forbidden(request, "Your session has ended or expired. Sign in again.")
+            return self.forbidden(request, "Your session has ended or expired. Sign in again.")
         form = await request.form()
         fields = {k: v for k, v in form.items() if isinstance(v, str)}
         if not secrets.compare_digest(fields.get("csrf", ""), s.csrf):
-            return None, {}, self.forbidden(request, "The form's security token does not match your session.")
-        return s, fields, None
+            return self.forbidden(request, "The form's security token does not match your session.")
+        if signed_in and s.role is None:
+            return self.forbidden(request, "Sign in first.")
+        return s, fields
 
     async def with_db(self, s: Session, work: Callable[[db.Conn], T], scoped: bool = True) -> T:
         """Run `work` on the session's connection in one transaction, in the scope it entered."""
@@ -220,9 +223,10 @@ class Console:
         return self.render(request, s, "login.html", notice=notice, error=None, role="")
 
     async def login(self, request: Request) -> Response:
-        s, form, denied = await self.posted(request)
-        if denied or s is None:
-            return denied or self.forbidden(request, "")
+        posted = await self.posted(request)
+        if isinstance(posted, Response):
+            return posted
+        s, form = posted
         role, password = form.get("role", "").strip(), form.get("password", "")
         if s.role is not None:
             return self.redirect("/runs", s)
@@ -240,9 +244,10 @@ class Console:
         return self.redirect("/scope", s)
 
     async def logout(self, request: Request) -> Response:
-        s, _, denied = await self.posted(request)
-        if denied or s is None:
-            return denied or self.forbidden(request, "")
+        posted = await self.posted(request)
+        if isinstance(posted, Response):
+            return posted
+        s = posted[0]
         self.sessions.drop(s)
         resp = self.redirect("/login")
         resp.delete_cookie(COOKIE, path="/")
@@ -259,11 +264,10 @@ class Console:
         return self.render(request, s, "scope.html", scopes=scopes, error=None)
 
     async def choose_scope(self, request: Request) -> Response:
-        s, form, denied = await self.posted(request)
-        if denied or s is None:
-            return denied or self.forbidden(request, "")
-        if s.role is None:
-            return self.forbidden(request, "Sign in first.")
+        posted = await self.posted(request, signed_in=True)
+        if isinstance(posted, Response):
+            return posted
+        s, form = posted
         scope = (form.get("other") or form.get("scope") or "").strip()
 
         def check(conn: db.Conn) -> None:
@@ -375,11 +379,10 @@ class Console:
         return await self.page(request, "approvals.html", work)
 
     async def decide(self, request: Request) -> Response:
-        s, form, denied = await self.posted(request)
-        if denied or s is None:
-            return denied or self.forbidden(request, "")
-        if s.role is None:
-            return self.forbidden(request, "Sign in first.")
+        posted = await self.posted(request, signed_in=True)
+        if isinstance(posted, Response):
+            return posted
+        s, form = posted
         try:
             request_id = int(request.path_params["request_id"])
         except ValueError:

@@ -72,18 +72,15 @@ def runs(conn: Conn, f: RunFilter, limit: int) -> list[Row]:
     """A page of runs, newest first, by keyset (opened_at, id): no OFFSET, no count of the trail."""
     where: list[sql.Composable] = [sql.SQL("true")]
     params: dict[str, Any] = {"limit": limit}
-    if f.agent:
-        where.append(sql.SQL("r.agent = %(agent)s"))
-        params["agent"] = f.agent
-    if f.label:
-        where.append(sql.SQL("r.labels ? %(label)s::text"))
-        params["label"] = f.label
-    if f.since:
-        where.append(sql.SQL("r.opened_at >= %(since)s"))
-        params["since"] = f.since
-    if f.until:
-        where.append(sql.SQL("r.opened_at < %(until)s"))
-        params["until"] = f.until
+    for name, condition in (
+        ("agent", "r.agent = %(agent)s"),
+        ("label", "r.labels ? %(label)s::text"),
+        ("since", "r.opened_at >= %(since)s"),
+        ("until", "r.opened_at < %(until)s"),
+    ):
+        if value := getattr(f, name):
+            where.append(sql.SQL(condition))
+            params[name] = value
     if f.after:
         where.append(sql.SQL("(r.opened_at, r.id) < (%(c_at)s, %(c_id)s)"))
         params["c_at"], params["c_id"] = f.after
