@@ -69,6 +69,15 @@ impl Kind {
     }
 }
 
+/// What a step's `decision` may hold: a judged call's ([`crate::rules::Decision`]) or a
+/// person's on an approval request (`approval_decided`).
+pub const DECISIONS: [&str; 5] = ["allow", "ask", "block", "granted", "denied"];
+
+/// Is `s` a decision a step may hold ([`DECISIONS`])?
+pub fn is_decision(s: &str) -> bool {
+    DECISIONS.contains(&s)
+}
+
 /// The columns of a step whose writer is constrained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Column {
@@ -222,6 +231,16 @@ mod tests {
             assert_eq!(Kind::parse(k.name()), Some(k));
         }
         assert_eq!(Kind::parse("tool_call"), None);
+    }
+
+    #[test]
+    fn decisions() {
+        use crate::rules::Decision;
+        for d in [Decision::Allow, Decision::Ask, Decision::Block] {
+            assert!(is_decision(d.name()));
+        }
+        assert!(is_decision("granted") && is_decision("denied"));
+        assert!(!is_decision("Allow") && !is_decision("") && !is_decision("allowed"));
     }
 
     #[test]

@@ -24,12 +24,13 @@ mod release_0_1_0;
 mod write;
 
 use crate::pg::error::Result;
-use crate::pg::fmgr::Call;
+use crate::pg::fmgr::{ret_bool, Call};
 use crate::pg::trigger::{Op, Spec, Timing, Trigger};
 use crate::platform::context;
 use crate::platform::run_lock;
 use crate::sql_function;
 use gather::{Facts, Step};
+use pg_labels_core::step;
 use pgrx::pg_sys::Datum;
 use std::ops::ControlFlow;
 
@@ -45,6 +46,21 @@ sql_function! {
     /// BEFORE INSERT FOR EACH ROW on pg_labels.steps.
     fn pgl_steps_insert(call) {
         crate::platform::refused::guarded("step", || steps_insert(&call))
+    }
+}
+
+sql_function! {
+    /// `pg_labels.is_step_kind(text)`: the trail's CHECK on `kind` (`steps_kind_check`).
+    fn pgl_is_step_kind(call) {
+        let kind = std::str::from_utf8(call.bytes(0)).ok();
+        ret_bool(kind.and_then(step::Kind::parse).is_some())
+    }
+
+    /// `pg_labels.is_step_decision(text)`: the trail's CHECK on `decision`
+    /// (`steps_decision_check`).
+    fn pgl_is_step_decision(call) {
+        let decision = std::str::from_utf8(call.bytes(0)).ok();
+        ret_bool(decision.is_some_and(step::is_decision))
     }
 }
 

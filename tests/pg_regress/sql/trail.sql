@@ -184,3 +184,25 @@ INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('b0000000-0000-0000-0
 VACUUM FULL pg_labels.runs;
 INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('b0000000-0000-0000-0000-000000000001', 'input', '{tag:third}');
 SELECT labels FROM pg_labels.runs WHERE id = 'b0000000-0000-0000-0000-000000000001';
+
+-- the kinds and decisions a step may hold, checked by the trail's CHECK constraints (functions:
+-- a list of constants would be read again at every statement), whether the trigger runs or not
+SELECT k, pg_labels.is_step_kind(k) AS kind, pg_labels.is_step_decision(k) AS decision
+  FROM unnest(ARRAY['input', 'context_read', 'allow', 'granted', 'Input', 'tool_call', '', 'allow ', NULL]) k;
+-- (the refusal names the month's partition and the row: printed without them)
+CREATE FUNCTION pg_temp.refused(sql text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE state text; name text;
+BEGIN
+    EXECUTE sql;
+    RETURN 'written';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, name = CONSTRAINT_NAME;
+    RETURN state || ' ' || name;
+END $$;
+SELECT pg_temp.refused($$INSERT INTO pg_labels.steps (run_id, kind) VALUES ('b0000000-0000-0000-0000-000000000001', 'tool_call')$$);
+SET session_replication_role = replica;
+SELECT pg_temp.refused($$INSERT INTO pg_labels.steps (id, run_id, kind, decision)
+                         VALUES (-1, 'b0000000-0000-0000-0000-000000000001', 'gate_decided', 'maybe')$$);
+RESET session_replication_role;
+SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
+ WHERE conrelid = 'pg_labels.steps'::regclass AND contype = 'c' ORDER BY 1;
