@@ -18,6 +18,19 @@ RETURN ((pg_catalog.date_part('year', at AT TIME ZONE 'UTC')::int * 12
 COMMENT ON FUNCTION pg_labels.trail_slot(timestamptz) IS
     'The partition of the trail''s ring a step made at this time is in: its month (UTC) modulo 24';
 
+-- The values the trail's kind and decision may take, as its CHECK constraints (on every node
+-- of a Citus cluster, where the trail's shards check them). An executor reads a table's CHECK
+-- constraints again from their stored text at every statement: the lists of constants these
+-- replace cost a single-row insert about 15 µs of its 120 (issue 38).
+CREATE FUNCTION pg_labels.is_step_kind(kind text) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_is_step_kind' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION pg_labels.is_step_kind(text) IS
+    'A kind of step: input, planned, gate_decided, approval_requested, approval_decided, tool_called, tool_result or context_read (the trail''s steps_kind_check)';
+CREATE FUNCTION pg_labels.is_step_decision(decision text) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_is_step_decision' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION pg_labels.is_step_decision(text) IS
+    'A decision a step holds: allow, ask or block (a judged call), granted or denied (a person''s on an approval request; the trail''s steps_decision_check)';
+
 -- The ids of steps and of shares: the triggers take them (on every node of a Citus cluster, so
 -- they are made outside the block below; each table owns its sequence where it exists).
 CREATE SEQUENCE pg_labels.steps_id_seq;
@@ -141,18 +154,6 @@ COMMENT ON COLUMN pg_labels.runs.chain_cut_length IS 'How many of its steps purg
 CREATE INDEX runs_scope_idx ON pg_labels.runs (scope);
 CREATE INDEX runs_labels_idx ON pg_labels.runs USING gin (labels);
 CREATE INDEX runs_opened_at_idx ON pg_labels.runs (opened_at);
-
--- The values the trail's kind and decision may take, as its CHECK constraints. An executor
--- reads a table's CHECK constraints again from their stored text at every statement: the
--- lists of constants these replace cost a single-row insert about 15 µs of its 120 (issue 38).
-CREATE FUNCTION pg_labels.is_step_kind(kind text) RETURNS boolean
-AS 'MODULE_PATHNAME', 'pgl_is_step_kind' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION pg_labels.is_step_kind(text) IS
-    'A kind of step: input, planned, gate_decided, approval_requested, approval_decided, tool_called, tool_result or context_read (the trail''s steps_kind_check)';
-CREATE FUNCTION pg_labels.is_step_decision(decision text) RETURNS boolean
-AS 'MODULE_PATHNAME', 'pgl_is_step_decision' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION pg_labels.is_step_decision(text) IS
-    'A decision a step holds: allow, ask or block (a judged call), granted or denied (a person''s on an approval request; the trail''s steps_decision_check)';
 
 -- id, created_at, slot and actor are the database's: the insert trigger takes the id from
 -- steps_id_seq under the run's lock (ids follow the order in which a run's steps were
