@@ -176,16 +176,34 @@ impl<K: std::hash::Hash + Eq, V> Recent<K, V> {
         }
     }
 
+    /// Is `key` in the current generation (moved there from the previous one if it was used
+    /// in that)?
+    fn promote(&mut self, key: &K) -> bool
+    where
+        K: Copy,
+    {
+        if self.current.contains_key(key) {
+            return true;
+        }
+        match self.previous.remove(key) {
+            Some(v) => {
+                self.insert(*key, v);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The entry of `key`, if it was used in this generation or the one before.
     pub fn get(&mut self, key: &K) -> Option<&mut V>
     where
         K: Copy,
     {
-        if !self.current.contains_key(key) {
-            let v = self.previous.remove(key)?;
-            self.insert(*key, v);
+        if self.promote(key) {
+            self.current.get_mut(key)
+        } else {
+            None
         }
-        self.current.get_mut(key)
     }
 
     /// Keep `value` for `key`.
@@ -202,9 +220,8 @@ impl<K: std::hash::Hash + Eq, V> Recent<K, V> {
         K: Copy,
         V: Default,
     {
-        if !self.current.contains_key(&key) {
-            let v = self.previous.remove(&key).unwrap_or_default();
-            self.insert(key, v);
+        if !self.promote(&key) {
+            self.insert(key, V::default());
         }
         self.current.entry(key).or_default()
     }
