@@ -104,7 +104,7 @@ def main():
         one.execute(sqls[t], (1,), prepare=True)
     print(f"{CALLS} calls of one run, {rounds} rounds of {bursts} bursts per table "
           "(ms, from the first sent to the last committed)")
-    print(f"{'round':<6} {'table':<14} {'parallel p50':>13} {'p99':>8} {'one by one p50':>15} "
+    print(f"{'round':<6} {'table':<15} {'parallel p50':>13} {'p99':>8} {'one by one p50':>15} "
           f"{'p99':>8} {'added at p99':>13}")
     added = {t: [] for t in tables}
     for r in range(1, rounds + 1):
@@ -123,7 +123,7 @@ def main():
             p99_par, p99_seq = percentile(par, 0.99), percentile(seq, 0.99)
             added[t].append(p99_par - p99_seq)
             print(
-                f"{r:<6} {t:<14} {statistics.median(par):13.2f} {p99_par:8.2f} "
+                f"{r:<6} {t:<15} {statistics.median(par):13.2f} {p99_par:8.2f} "
                 f"{statistics.median(seq):15.2f} {p99_seq:8.2f} {p99_par - p99_seq:13.2f}"
             )
     parallel.close()

@@ -30,10 +30,13 @@
 #                               (READERS_ROUNDS, 5; READERS_SECONDS, 20; not part of "all")
 #   scripts/bench.sh scale      the trail at scale (issues 18, 38): a trail of SCALE_STEPS steps
 #                               (default 10,000,000) over SCALE_RUNS runs (10,000), and the
-#                               same rows in the bare table and in the floor (the bare table
+#                               same rows in the bare table, in the floor (the bare table
 #                               partitioned as the trail, with a C trigger that does almost
-#                               nothing); then every write into all three, in SCALE_ROUNDS rounds
-#                               (7) with the order reversed every other round, each ratio
+#                               nothing) and in the run floor (the floor's trigger also locking
+#                               the run and reading its row and last step, bench/run_floor.c,
+#                               built here with PGXS); then every write into all four, in
+#                               SCALE_ROUNDS rounds (7) with the order reversed every other
+#                               round, each ratio
 #                               reported with its rounds' median and 95% interval: single-row
 #                               inserts and their WAL (over SCALE_WAL_STEPS steps, 40,000, the
 #                               same for each), 8 clients on one run and on 8 runs, bursts of 8
@@ -254,6 +257,17 @@ if [ "$what" = scale ]; then
     log "scale: loading a trail of $steps steps over $nruns runs, and the same steps into the bare table"
     start=$(date +%s)
     psql_q -d bench_scale -v steps="$steps" -v runs="$nruns" -f "$ROOT/bench/scale_setup.sql" >/dev/null
+    # the run floor: the floor plus what any enforcement chaining and deciding a run's steps asks
+    # of PostgreSQL (bench/run_floor.c), built against this server
+    floor_build=$(mktemp -d /tmp/pg_labels_run_floor.XXXXXX)
+    cp "$ROOT/bench/run_floor.c" "$floor_build/"
+    printf '%s\n' "MODULES = run_floor" "PG_CONFIG = $PG_CONFIG" 'PGXS := $(shell $(PG_CONFIG) --pgxs)' \
+        'include $(PGXS)' >"$floor_build/Makefile"
+    make -s -C "$floor_build" >/dev/null
+    rm -f "$("$PG_CONFIG" --pkglibdir)/bench_run_floor.so"
+    cp "$floor_build/run_floor.so" "$("$PG_CONFIG" --pkglibdir)/bench_run_floor.so"
+    rm -rf "$floor_build"
+    psql_q -d bench_scale -f "$ROOT/bench/run_floor.sql" >/dev/null
     echo "loaded in $(($(date +%s) - start)) s"
     loaded=$("$PGBIN/psql" -X -qAt -d bench_scale -c "SELECT max(id) FROM pg_labels.steps")
     work=$(mktemp -d /tmp/pg_labels_scale.XXXXXX)
@@ -264,7 +278,7 @@ if [ "$what" = scale ]; then
         printf '%s\n' "\\set r $2" \
             "INSERT INTO $1.steps (run_id, kind, tool, labels, args) VALUES (md5('scale' || :r)::uuid, 'tool_called', 'tickets.read', E'{area\\x3aacme/platform}', '{\"ticket\": 42}');"
     }
-    for t in pg_labels bench_plain bench_floor; do
+    for t in pg_labels bench_plain bench_floor bench_run_floor; do
         script $t "random(1, $nruns)" >"$work/random_$t.sql"
         script $t 1 >"$work/one_$t.sql"
         script $t ":client_id + 1" >"$work/own_$t.sql"
@@ -303,13 +317,13 @@ if [ "$what" = scale ]; then
     log "scale: pgbench -M prepared, ${seconds}s per variant, $rounds rounds, interleaved"
     # each round's enforced / floor and enforced / bare, the three tables one right after the
     # other (in the reverse order every other round): their spread over rounds
-    declare -A rf rb
+    declare -A rf rb rr fr br
     for round in $(seq "$rounds"); do
         for w in random one own; do
             clients=8
             [ $w = random ] && clients=1
-            order=(pg_labels bench_floor bench_plain)
-            [ $((round % 2)) = 0 ] && order=(bench_plain bench_floor pg_labels)
+            order=(pg_labels bench_run_floor bench_floor bench_plain)
+            [ $((round % 2)) = 0 ] && order=(bench_plain bench_floor bench_run_floor pg_labels)
             declare -A this
             for t in "${order[@]}"; do
                 out=$(walsteps $w $t $clients "-T $seconds --random-seed=$round")
@@ -319,6 +333,9 @@ if [ "$what" = scale ]; then
             done
             rf[$w]="${rf[$w]:-} $(echo "${this[pg_labels]} / ${this[bench_floor]}" | bc -l)"
             rb[$w]="${rb[$w]:-} $(echo "${this[pg_labels]} / ${this[bench_plain]}" | bc -l)"
+            rr[$w]="${rr[$w]:-} $(echo "${this[pg_labels]} / ${this[bench_run_floor]}" | bc -l)"
+            fr[$w]="${fr[$w]:-} $(echo "${this[bench_run_floor]} / ${this[bench_floor]}" | bc -l)"
+            br[$w]="${br[$w]:-} $(echo "${this[bench_run_floor]} / ${this[bench_plain]}" | bc -l)"
         done
     done
     # a burst on one run: eight parallel tool calls of one run against the same eight one after
@@ -326,7 +343,7 @@ if [ "$what" = scale ]; then
     log "scale: bursts of 8 calls on one run, $rounds rounds of ${SCALE_BURSTS:-500}"
     source "$ROOT/tests/python/venv.sh"
     burst=$(PGDATABASE=bench_scale "$venv/bin/python" "$ROOT/bench/burst.py" bench_scale "$nruns" \
-        "$rounds" "${SCALE_BURSTS:-500}" pg_labels bench_floor bench_plain)
+        "$rounds" "${SCALE_BURSTS:-500}" pg_labels bench_run_floor bench_floor bench_plain)
     echo "$burst"
     # bulk writes: the same rows (random runs) into each table, one statement each
     log "scale: COPY of $ncopy steps and INSERT ... SELECT of 100,000, into each table, $bulk_rounds rounds"
@@ -336,8 +353,8 @@ if [ "$what" = scale ]; then
     }
     declare -A ms
     for round in $(seq "$bulk_rounds"); do
-        order=(pg_labels bench_floor bench_plain)
-        [ $((round % 2)) = 0 ] && order=(bench_plain bench_floor pg_labels)
+        order=(pg_labels bench_run_floor bench_floor bench_plain)
+        [ $((round % 2)) = 0 ] && order=(bench_plain bench_floor bench_run_floor pg_labels)
         for k in copy select; do
             declare -A this
             for t in "${order[@]}"; do
@@ -351,6 +368,9 @@ if [ "$what" = scale ]; then
             done
             rf[$k]="${rf[$k]:-} $(echo "${this[bench_floor]} / ${this[pg_labels]}" | bc -l)"
             rb[$k]="${rb[$k]:-} $(echo "${this[bench_plain]} / ${this[pg_labels]}" | bc -l)"
+            rr[$k]="${rr[$k]:-} $(echo "${this[bench_run_floor]} / ${this[pg_labels]}" | bc -l)"
+            fr[$k]="${fr[$k]:-} $(echo "${this[bench_floor]} / ${this[bench_run_floor]}" | bc -l)"
+            br[$k]="${br[$k]:-} $(echo "${this[bench_plain]} / ${this[bench_run_floor]}" | bc -l)"
         done
     done
     # the chain of every step the benchmark wrote: linked to its run's step before it (the
@@ -389,17 +409,22 @@ if [ "$what" = scale ]; then
     done
     rm -rf "$work"
 
-    echo "$burst" | tail -3
+    echo "$burst" | tail -4
     echo "steps written by the benchmark not linked to their run's step before: $links"
-    printf '\n%-40s %12s %12s %12s %9s %9s %s\n' "trail of $steps steps, $nruns runs" "enforced" "floor" "bare" "enf/floor" "enf/bare" "goal (issue 38)"
-    row() { printf '%-40s %12s %12s %12s %9.3f %9.3f %s\n' "$@"; }
+    printf '\n%-36s %9s %9s %9s %9s %9s %9s %9s %9s %s\n' "trail of $steps steps, $nruns runs" \
+        "enforced" "run fl." "floor" "bare" "enf/fl." "enf/run" "run/fl." "enf/bare" "goal (issue 38)"
+    row() { printf '%-36s %9.0f %9.0f %9.0f %9.0f %9.3f %9.3f %9.3f %9.3f %s\n' "$@"; }
     spread() { # $1 workload: the rounds' medians and intervals
-        printf '%-40s %12s %12s %12s %9.3f %9.3f\n' "  median of the rounds' ratios" "" "" "" \
-            "$(echo "${rf[$1]}" | median)" "$(echo "${rb[$1]}" | median)"
-        printf '  95%% intervals: enf/floor %s; enf/bare %s\n' "$(echo "${rf[$1]}" | interval)" "$(echo "${rb[$1]}" | interval)"
+        printf '%-36s %9s %9s %9s %9s %9.3f %9.3f %9.3f %9.3f\n' "  median of the rounds' ratios" "" "" "" "" \
+            "$(echo "${rf[$1]}" | median)" "$(echo "${rr[$1]}" | median)" "$(echo "${fr[$1]}" | median)" \
+            "$(echo "${rb[$1]}" | median)"
+        printf '  95%% intervals: enf/floor %s; enf/run floor %s; run floor/floor %s; enf/bare %s; run floor/bare %s (median %.3f)\n' \
+            "$(echo "${rf[$1]}" | interval)" "$(echo "${rr[$1]}" | interval)" "$(echo "${fr[$1]}" | interval)" \
+            "$(echo "${rb[$1]}" | interval)" "$(echo "${br[$1]}" | interval)" "$(echo "${br[$1]}" | median)"
     }
     for w in random one own; do
         a=$(echo "${tps[$w,pg_labels]}" | median)
+        r=$(echo "${tps[$w,bench_run_floor]}" | median)
         f=$(echo "${tps[$w,bench_floor]}" | median)
         b=$(echo "${tps[$w,bench_plain]}" | median)
         case $w in
@@ -407,7 +432,8 @@ if [ "$what" = scale ]; then
             one) label="8 clients on one run (tps)" goal="enf/bare >= 0.6" ;;
             own) label="8 clients on 8 runs (tps)" goal="enf/floor >= 0.90" ;;
         esac
-        row "$label" "$a" "$f" "$b" "$(echo "$a / $f" | bc -l)" "$(echo "$a / $b" | bc -l)" "$goal"
+        row "$label" "$a" "$r" "$f" "$b" "$(echo "$a / $f" | bc -l)" "$(echo "$a / $r" | bc -l)" \
+            "$(echo "$r / $f" | bc -l)" "$(echo "$a / $b" | bc -l)" "$goal"
         spread $w
         wa=$(echo "${wal[$w,pg_labels]}" | median)
         wb=$(echo "${wal[$w,bench_plain]}" | median)
@@ -418,13 +444,15 @@ if [ "$what" = scale ]; then
     done
     for k in copy select; do
         a=$(echo "${ms[$k,pg_labels]}" | median)
+        r=$(echo "${ms[$k,bench_run_floor]}" | median)
         f=$(echo "${ms[$k,bench_floor]}" | median)
         b=$(echo "${ms[$k,bench_plain]}" | median)
         case $k in
             copy) label="COPY of $ncopy steps (ms)" ;;
             select) label="INSERT ... SELECT of 100,000 (ms)" ;;
         esac
-        row "$label" "$a" "$f" "$b" "$(echo "$f / $a" | bc -l)" "$(echo "$b / $a" | bc -l)" "enf/floor >= 0.85"
+        row "$label" "$a" "$r" "$f" "$b" "$(echo "$f / $a" | bc -l)" "$(echo "$r / $a" | bc -l)" \
+            "$(echo "$f / $r" | bc -l)" "$(echo "$b / $a" | bc -l)" "enf/floor >= 0.85"
         spread $k
     done
     for q in "${queries[@]}"; do
@@ -435,10 +463,11 @@ if [ "$what" = scale ]; then
         printf '  median of the rounds'"'"' ratios %.3f, 95%% interval %s\n' "$(echo "${qr[$name]}" | median)" "$(echo "${qr[$name]}" | interval)"
     done
     echo "ratios: throughput against the floor (the bare table partitioned as the trail, with a BEFORE ROW"
-    echo "trigger in C that sets one column) and the bare table (for the bulk writes: their time / enforced"
-    echo "time); medians of $rounds pgbench rounds, $bulk_rounds bulk rounds; the analysts' queries against"
-    echo "the same query as the superuser (no row-level security), in the analyst's transaction"
-    echo "(enter_scope() included)"
+    echo "trigger in C that sets one column), the run floor (the floor's trigger also locking the run to the"
+    echo "commit and reading its row and its last step: bench/run_floor.c) and the bare table (for the bulk"
+    echo "writes: their time / enforced time); medians of $rounds pgbench rounds, $bulk_rounds bulk rounds; the"
+    echo "analysts' queries against the same query as the superuser (no row-level security), in the"
+    echo "analyst's transaction (enter_scope() included)"
     psql_q -d bench_scale -c "DROP OWNED BY bench_analyst" -c "DROP ROLE bench_analyst" 2>/dev/null || true
 fi
 
