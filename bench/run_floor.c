@@ -119,25 +119,32 @@ run_index(Relation rel, AttrNumber run_att, AttrNumber id_att)
 	return found;
 }
 
-/* Where the run's row is, by the primary key. */
-static ItemPointerData
-find_run(Relation runs, Datum run, Snapshot snap)
+/*
+ * The first entry for the run of index `index` on `heap`, in direction `dir`: its row read
+ * whole and its place in `tid`; false when the run has none.
+ */
+static bool
+first_of_run(Relation heap, Oid index, Datum run, Snapshot snap, ScanDirection dir,
+			 ItemPointer tid)
 {
-	Relation	pkey = index_open(pkey_oid, AccessShareLock);
-	TupleTableSlot *slot = table_slot_create(runs, NULL);
-	IndexScanDesc scan = BEGIN_SCAN(runs, pkey, snap);
+	Relation	idx = index_open(index, AccessShareLock);
+	TupleTableSlot *slot = table_slot_create(heap, NULL);
+	IndexScanDesc scan = BEGIN_SCAN(heap, idx, snap);
 	ScanKeyData sk;
-	ItemPointerData tid;
+	bool		found;
 
 	ScanKeyInit(&sk, 1, BTEqualStrategyNumber, F_UUID_EQ, run);
 	index_rescan(scan, &sk, 1, NULL, 0);
-	if (!index_getnext_slot(scan, ForwardScanDirection, slot))
-		elog(ERROR, "bench_run_floor: no run");
-	tid = slot->tts_tid;
+	found = index_getnext_slot(scan, dir, slot);
+	if (found)
+	{
+		slot_getallattrs(slot);
+		*tid = slot->tts_tid;
+	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
-	index_close(pkey, AccessShareLock);
-	return tid;
+	index_close(idx, AccessShareLock);
+	return found;
 }
 
 /* Lock and read the run (1 and 2 above). */
@@ -171,8 +178,9 @@ lock_and_read(Place *place, Datum run, Snapshot snap)
 	{
 		Datum		id;
 
-		if (!ItemPointerIsValid(&place->tid))
-			place->tid = find_run(runs, run, snap);
+		if (!ItemPointerIsValid(&place->tid) &&
+			!first_of_run(runs, pkey_oid, run, snap, ForwardScanDirection, &place->tid))
+			elog(ERROR, "bench_run_floor: no run");
 		ht.t_self = place->tid;
 		if (heap_fetch(runs, snap, &ht, &buf, false))
 		{
@@ -212,24 +220,6 @@ lock_and_read(Place *place, Datum run, Snapshot snap)
 		LockRelease(&tag, ShareLock, false);
 	}
 	table_close(runs, NoLock);
-}
-
-/* The run's last step in the partition (3 above). */
-static void
-last_step(Relation rel, Datum run, Snapshot snap)
-{
-	Relation	idx = index_open(part_idx, AccessShareLock);
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
-	IndexScanDesc scan = BEGIN_SCAN(rel, idx, snap);
-	ScanKeyData sk;
-
-	ScanKeyInit(&sk, 1, BTEqualStrategyNumber, F_UUID_EQ, run);
-	index_rescan(scan, &sk, 1, NULL, 0);
-	if (index_getnext_slot(scan, BackwardScanDirection, slot))
-		slot_getallattrs(slot);
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(idx, AccessShareLock);
 }
 
 Datum
@@ -274,10 +264,12 @@ bench_run_floor(PG_FUNCTION_ARGS)
 	if (!known || place->read_in != MY_LXID)
 	{
 		Snapshot	snap = GetLatestSnapshot();
+		ItemPointerData last;
 
 		place->read_in = InvalidLocalTransactionId;
 		lock_and_read(place, run, snap);
-		last_step(rel, run, snap);
+		/* the run's last step in the partition (3 above) */
+		(void) first_of_run(rel, part_idx, run, snap, BackwardScanDirection, &last);
 		place->read_in = MY_LXID;
 	}
 	/* the writer's name, as insert_username */
