@@ -1,10 +1,12 @@
 //! Retention: the one deliberate way rows leave the trail.
 //!
 //! `pg_labels.purge(older_than)`:
-//! 1. empties every month of the trail's ring (`pg_labels.steps_00` .. `steps_23`) that ends
-//!    at or before the month the cutoff falls in: `TRUNCATE` of the partition, in constant time
+//! 1. empties every month of the trail's ring (`pg_labels.steps_00` .. `steps_23`) whose rows
+//!    are all older than the month the cutoff falls in (by their `created_at`, read from the
+//!    partition's index: its newest row): `TRUNCATE` of the partition, in constant time
 //!    whatever it holds (no row deleted one by one, no WAL per row). A partition that also holds
-//!    a later month (purge was not run for two years) has its older rows deleted instead.
+//!    later rows (purge was not run for two years, or a row restored with an old time into the
+//!    present's partition) has its older rows deleted instead.
 //!    First, every run with steps that go records where its hash chain is cut (`chain_cut`,
 //!    `chain_cut_length`, and `chain_head` when its checkpoint goes): one read of what goes,
 //!    grouped by run, and one write per such run;
@@ -116,33 +118,32 @@ fn purge(spi: &Spi, cut: &retention::Cut, who: &str) -> Result<i64> {
     let parts: Vec<String> = (0..ring.len())
         .map(|i| ring.must::<String>(i, 1))
         .collect::<Result<_>>()?;
-    // what goes: whole partitions, and the older rows of one that holds a later month
-    // too (purge was not run for two years)
+    // what goes: whole partitions, and the older rows of one that holds a later month too
+    // (purge was not run for two years, or a row was restored or written around the triggers
+    // with an old time into the present's partition). Decided by the rows' times, read from
+    // the partition's index on created_at (its newest and its oldest), never by their ids: a
+    // partition is emptied whole only when every row it holds is older than the cutoff's month.
     let mut whole: Vec<&str> = Vec::new();
     let mut older: Vec<&str> = Vec::new();
     for part in &parts {
-        let newest = run(
-            spi,
-            &Sql::new("SELECT created_at FROM ")
-                .platform(part)
-                .push(" ORDER BY id DESC LIMIT 1"),
-            true,
-        )?
-        .get::<Timestamp>(0, 1)?;
-        let Some(newest) = newest else { continue };
+        let at = |order: &'static str| -> Result<Option<Timestamp>> {
+            run(
+                spi,
+                &Sql::new("SELECT created_at FROM ")
+                    .platform(part)
+                    .push(" ORDER BY created_at ")
+                    .push(order)
+                    .push(" LIMIT 1"),
+                true,
+            )?
+            .get::<Timestamp>(0, 1)
+        };
+        let Some(newest) = at("DESC")? else { continue };
         if newest.0 < cut.month_start {
             whole.push(part);
             continue;
         }
-        let oldest = run(
-            spi,
-            &Sql::new("SELECT created_at FROM ")
-                .platform(part)
-                .push(" ORDER BY id LIMIT 1"),
-            true,
-        )?
-        .get::<Timestamp>(0, 1)?;
-        if oldest.is_some_and(|o| o.0 < cut.month_start) {
+        if at("ASC")?.is_some_and(|o| o.0 < cut.month_start) {
             older.push(part);
         }
     }
