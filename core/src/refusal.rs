@@ -78,7 +78,7 @@ pub struct CheckSpec {
 }
 
 /// The checks, by the constraint name each refusal carries.
-pub const CHECKS: [CheckSpec; 21] = [
+pub const CHECKS: [CheckSpec; 22] = [
     check(
         "steps_run_id_fkey",
         sqlstate::FOREIGN_KEY_VIOLATION,
@@ -162,6 +162,11 @@ pub const CHECKS: [CheckSpec; 21] = [
     check(
         "pg_labels_trail",
         sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
+        "steps",
+    ),
+    check(
+        "text_not_utf8",
+        sqlstate::CHARACTER_NOT_IN_REPERTOIRE,
         "steps",
     ),
 ];
@@ -543,6 +548,21 @@ pub fn written_by_database(table: &'static str, column: &str, why: &str) -> Refu
     .hint(format!(
         "Leave {column} out of the INSERT; read it back with RETURNING."
     ))
+}
+
+/// A text the checks read (a tool's name, a kind, an actor) that is not UTF-8: possible only in
+/// a database whose encoding is `SQL_ASCII`, which stores any bytes.
+pub fn not_utf8(column: &str) -> Refusal {
+    Refusal::check(
+        "text_not_utf8",
+        format!("column \"{column}\" holds text that is not valid UTF-8"),
+    )
+    .detail(
+        "pg_labels reads the names it judges (tools, kinds, roles, scopes) as UTF-8; this \
+         database's encoding (SQL_ASCII) let bytes that are not through."
+            .to_string(),
+    )
+    .hint("Write the value in UTF-8.".to_string())
 }
 
 /// An approval decision written other than by `decide_approval()`.

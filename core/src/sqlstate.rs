@@ -19,6 +19,7 @@ pub const SEALED: SqlState = *b"23L05";
 pub const INVALID_TEXT_REPRESENTATION: SqlState = *b"22P02";
 pub const INVALID_BINARY_REPRESENTATION: SqlState = *b"22P03";
 pub const INVALID_PARAMETER_VALUE: SqlState = *b"22023";
+pub const CHARACTER_NOT_IN_REPERTOIRE: SqlState = *b"22021";
 pub const NULL_VALUE_NOT_ALLOWED: SqlState = *b"22004";
 pub const NOT_NULL_VIOLATION: SqlState = *b"23502";
 pub const FOREIGN_KEY_VIOLATION: SqlState = *b"23503";

@@ -156,12 +156,17 @@ impl<'a> FromDatum<'a> for &'a str {
     unsafe fn read(d: Datum) -> Result<Self> {
         // SAFETY: a text datum is a varlena (caller); the bytes live as long as the datum.
         let bytes = unsafe { varlena_bytes(d.cast_mut_ptr()) };
-        std::str::from_utf8(bytes)
-            .map_err(|_| Error::new(DATATYPE_MISMATCH, "pg_labels: text that is not valid UTF-8"))
+        std::str::from_utf8(bytes).map_err(|_| {
+            Error::new(
+                crate::pg::error::CHARACTER_NOT_IN_REPERTOIRE,
+                "pg_labels: text that is not valid UTF-8",
+            )
+        })
     }
 }
 
-/// `text`, copied (invalid UTF-8 replaced, which a UTF-8 database never holds).
+/// `text`, copied (a byte that is not part of valid UTF-8, which only a `SQL_ASCII` database
+/// holds, written `\xNN`: [`escaped`]).
 impl FromDatum<'_> for String {
     const NAME: &'static str = "text";
     fn accepts(oid: Oid) -> bool {
@@ -169,8 +174,21 @@ impl FromDatum<'_> for String {
     }
     unsafe fn read(d: Datum) -> Result<Self> {
         // SAFETY: a text datum is a varlena (caller).
-        Ok(String::from_utf8_lossy(unsafe { varlena_bytes(d.cast_mut_ptr()) }).into_owned())
+        Ok(escaped(unsafe { varlena_bytes(d.cast_mut_ptr()) }))
     }
+}
+
+/// Bytes as text: valid UTF-8 as it is, every other byte written `\xNN` (nothing is lost, as a
+/// replacement character would lose it).
+pub fn escaped(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
 }
 
 /// A `bytea` value, copied.

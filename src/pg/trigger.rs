@@ -477,6 +477,14 @@ impl<'a> Tuple<'a> {
                 format!("column {}", column_name(attr))
             })
         }
+        // text that is not UTF-8 (a SQL_ASCII database): refused, naming the column
+        .map_err(|e| {
+            if e.is_sqlstate(crate::pg::error::CHARACTER_NOT_IN_REPERTOIRE) {
+                pg_labels_core::refusal::not_utf8(&column_name(attr)).into()
+            } else {
+                e
+            }
+        })
     }
 
     /// Column `col` of a row in which it is never NULL by the table's definition.
