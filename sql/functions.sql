@@ -134,12 +134,18 @@ CREATE FUNCTION pg_labels.readable(tab pg_catalog.regclass, labels @extschema@.l
 AS 'MODULE_PATHNAME', 'pgl_readable' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10;
 COMMENT ON FUNCTION pg_labels.readable(pg_catalog.regclass, @extschema@.labelset) IS
     'A row of tab with these labels is one the caller sees: a writer of tab (INSERT on it), or the entered scope can carry the labels';
--- The policies of steps and shares, and what protect() checks of a row written: decided from
--- the row alone
+-- The policies of the platform tables: decided from the scope a row can be read in, kept
+-- inline in the row, and from what the query's start fixed (src/access/policy.rs)
 CREATE FUNCTION pg_labels.readable_in(tab pg_catalog.regclass, scope @extschema@.scope) RETURNS boolean
 AS 'MODULE_PATHNAME', 'pgl_readable_in' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10;
 COMMENT ON FUNCTION pg_labels.readable_in(pg_catalog.regclass, @extschema@.scope) IS
     'A row of tab that can be read in this scope (its carried_scope) is one the caller sees: a writer of tab (INSERT on it), or the entered scope reaches the scope';
+-- The policy protect() gives a table: not STRICT, NULL (labels with no scope label) is
+-- readable in any scope entered
+CREATE FUNCTION pg_labels.visible_in(scope @extschema@.scope) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_visible_in' LANGUAGE C STABLE PARALLEL RESTRICTED COST 10;
+COMMENT ON FUNCTION pg_labels.visible_in(@extschema@.scope) IS
+    'A row that can be read in this scope (a protected table''s pg_labels_scope) is visible: the entered scope reaches it; NULL (labels with no scope label): any scope entered';
 CREATE FUNCTION pg_labels.writable(labels @extschema@.labelset) RETURNS boolean
 AS 'MODULE_PATHNAME', 'pgl_writable' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION pg_labels.writable(@extschema@.labelset) IS
@@ -149,7 +155,7 @@ AS 'MODULE_PATHNAME', 'pgl_next_share_id' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION pg_labels.next_share_id() IS
     'The next id of a share from this node''s range: the default of shares.id on a Citus cluster (every copy of the reference table gets the same)';
 CREATE FUNCTION pg_labels.member_of(role name) RETURNS boolean
-AS 'MODULE_PATHNAME', 'pgl_member_of' LANGUAGE C STABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'pgl_member_of' LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION pg_labels.member_of(name) IS
     'The current role is this role or a member of it (false for a role that does not exist)';
 
@@ -163,6 +169,7 @@ DECLARE
     part regclass;
     nsp name;
     rel name;
+    generated text;
 BEGIN
     SELECT a.atttypid INTO got FROM pg_catalog.pg_attribute a
      WHERE a.attrelid = tab AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
@@ -173,6 +180,48 @@ BEGIN
         RAISE EXCEPTION 'column "%" of relation % is of type %, not labelset', col, tab, got::regtype
             USING ERRCODE = 'datatype_mismatch',
                   HINT = 'pg_labels.protect() guards a table by the labelset column that labels its rows.';
+    END IF;
+    -- The scope each row can be read in, kept in the row: a generated column of storage PLAIN
+    -- (never compressed, never out of line), which the policy reads instead of the labels (a
+    -- labelset can be stored out of line, and reading it only for the rows a query's own
+    -- conditions match would tell which hidden rows match). Made again when it is not the
+    -- scope of this column.
+    SELECT CASE WHEN a.attgenerated = 's' THEN pg_catalog.pg_get_expr(d.adbin, d.adrelid) ELSE '' END
+      INTO generated
+      FROM pg_catalog.pg_attribute a
+      LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+     WHERE a.attrelid = tab AND a.attname = 'pg_labels_scope' AND a.attnum > 0 AND NOT a.attisdropped;
+    IF generated = '' THEN
+        RAISE EXCEPTION 'relation % has a column "pg_labels_scope" of its own', tab
+            USING ERRCODE = 'duplicate_column',
+                  HINT = 'pg_labels.protect() adds a generated column of that name: rename yours first.';
+    END IF;
+    IF generated IS DISTINCT FROM '@extschema@' || '.labelset_scope(' || pg_catalog.quote_ident(col) || ')' THEN
+        IF (SELECT c.relispartition FROM pg_catalog.pg_class c WHERE c.oid = tab) THEN
+            RAISE EXCEPTION 'relation % is a partition', tab
+                USING ERRCODE = 'wrong_object_type',
+                      HINT = 'pg_labels.protect() guards a partitioned table with all its partitions: protect the partitioned table.';
+        END IF;
+        IF generated IS NOT NULL THEN
+            -- (the policies that read it go first; they are made again below)
+            FOR part, nsp, rel IN WITH RECURSIVE tree (rel) AS (
+                            SELECT tab::oid
+                            UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree t ON i.inhparent = t.rel)
+                        SELECT c.oid::regclass, n.nspname, c.relname FROM tree
+                          JOIN pg_catalog.pg_class c ON c.oid = tree.rel
+                          JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            LOOP
+                IF EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polname = 'pg_labels_visible') THEN
+                    EXECUTE format('DROP POLICY pg_labels_visible ON %I.%I', nsp, rel);
+                END IF;
+            END LOOP;
+            EXECUTE format('ALTER TABLE %s DROP COLUMN pg_labels_scope', tab); -- %s: a regclass, quoted
+        END IF;
+        EXECUTE format('ALTER TABLE %s ADD COLUMN pg_labels_scope @extschema@.scope GENERATED ALWAYS AS (@extschema@.labelset_scope(%I)) STORED', -- %s: a regclass, quoted
+                       tab, col);
+        EXECUTE format('ALTER TABLE %s ALTER COLUMN pg_labels_scope SET STORAGE PLAIN', tab); -- %s: a regclass, quoted
+        EXECUTE format('COMMENT ON COLUMN %s.pg_labels_scope IS %L', tab, -- %s: a regclass, quoted
+                       'Where the row can be read: the deepest scope that can carry ' || col || ' (pg_labels.protect(); the policy reads it)');
     END IF;
     -- the table and every partition or child it has now (a query naming a partition is not
     -- filtered by its parent's policies)
@@ -187,14 +236,14 @@ BEGIN
         IF EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polname = 'pg_labels_visible') THEN
             EXECUTE format('DROP POLICY pg_labels_visible ON %I.%I', nsp, rel);
         END IF;
-        EXECUTE format('CREATE POLICY pg_labels_visible ON %I.%I AS RESTRICTIVE USING (pg_labels.visible(%I)) WITH CHECK (pg_labels.writable(%I))',
-                       nsp, rel, col, col);
+        EXECUTE format('CREATE POLICY pg_labels_visible ON %I.%I AS RESTRICTIVE USING (pg_labels.visible_in(pg_labels_scope)) WITH CHECK (pg_labels.writable(%I))',
+                       nsp, rel, col);
         -- restrictive policies only narrow what a permissive one allows: add one if there is none
         IF NOT EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polpermissive) THEN
             EXECUTE format('CREATE POLICY pg_labels_permit ON %I.%I USING (true) WITH CHECK (true)', nsp, rel);
         END IF;
-        -- fail closed: DROP EXTENSION ... CASCADE drops pg_labels_visible (it calls visible())
-        -- and may drop the labels column; this guard stays and then lets nothing through, until
+        -- fail closed: DROP EXTENSION ... CASCADE drops pg_labels_visible (it calls visible_in())
+        -- and the generated column; this guard stays and then lets nothing through, until
         -- protect() is run again
         IF NOT EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polname = 'pg_labels_guard') THEN
             EXECUTE format($g$CREATE POLICY pg_labels_guard ON %I.%I AS RESTRICTIVE
@@ -207,7 +256,7 @@ BEGIN
     END LOOP;
 END $$;
 COMMENT ON FUNCTION pg_labels.protect(regclass, name) IS
-    'Enables and forces row-level security on a table (and its partitions and children) with a policy on visible(col) for reads and writable(col) for writes (a row written can be read exactly in the entered scope); a guard policy keeps the table closed if the extension is dropped';
+    'Enables and forces row-level security on a table (and its partitions and children): a generated column pg_labels_scope keeps the scope each row can be read in (the deepest scope that can carry col), a policy on visible_in(pg_labels_scope) for reads and writable(col) for writes (a row written can be read exactly in the entered scope); a guard policy keeps the table closed if the extension is dropped';
 
 CREATE FUNCTION pg_labels.lineage(run uuid)
 RETURNS TABLE (depth int, run_id uuid, scope @extschema@.scope, agent text, artifact_id uuid,

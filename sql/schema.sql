@@ -133,7 +133,8 @@ CREATE TABLE pg_labels.runs (
     chain_head bytea,
     chain_slot smallint,
     chain_cut bytea,
-    chain_cut_length bigint
+    chain_cut_length bigint,
+    carried_scope @extschema@.scope
 -- a step writes its run's row only when it grows the run's labels or is the run's first in
 -- a month of the ring: room on the page for those versions (HOT updates)
 ) WITH (fillfactor = 80);
@@ -151,6 +152,8 @@ COMMENT ON COLUMN pg_labels.runs.chain_head IS 'Its hash chain''s checkpoint: th
 COMMENT ON COLUMN pg_labels.runs.chain_slot IS 'The partition of the trail''s ring (steps.slot) that holds every step chained after chain_head (set by the database)';
 COMMENT ON COLUMN pg_labels.runs.chain_cut IS 'Where its chain continues from after purge() removed its oldest steps: the hash of the last one removed (set by the database)';
 COMMENT ON COLUMN pg_labels.runs.chain_cut_length IS 'How many of its steps purge() removed (set by the database)';
+COMMENT ON COLUMN pg_labels.runs.carried_scope IS
+    'Where the run can be read: the deepest scope that can carry its labels; an analyst sees the run when the entered scope reaches it (set by the database, kept inline: the policy reads it, never the labels)';
 CREATE INDEX runs_scope_idx ON pg_labels.runs (scope);
 CREATE INDEX runs_labels_idx ON pg_labels.runs USING gin (labels);
 CREATE INDEX runs_opened_at_idx ON pg_labels.runs (opened_at);
@@ -279,7 +282,8 @@ CREATE TABLE pg_labels.artifacts (
     labels @extschema@.labelset NOT NULL DEFAULT '{}',
     description text,
     actor text NOT NULL DEFAULT current_user,
-    created_at timestamptz NOT NULL DEFAULT now()
+    created_at timestamptz NOT NULL DEFAULT now(),
+    carried_scope @extschema@.scope
 );
 COMMENT ON TABLE pg_labels.artifacts IS
     'Context shared by reference: the content stays where it is; its digest, origin run and labels are recorded here. Labels are at least what the origin run carried when the artifact was made';
@@ -290,6 +294,8 @@ COMMENT ON COLUMN pg_labels.artifacts.labels IS 'What it carries: at least what 
 COMMENT ON COLUMN pg_labels.artifacts.description IS 'Free text for people';
 COMMENT ON COLUMN pg_labels.artifacts.actor IS 'The role that made it (set by the database)';
 COMMENT ON COLUMN pg_labels.artifacts.created_at IS 'When (set by the database)';
+COMMENT ON COLUMN pg_labels.artifacts.carried_scope IS
+    'Where the artifact can be read: the deepest scope that can carry its labels; an analyst sees it when the entered scope reaches it (set by the database, kept inline: the policy reads it, never the labels)';
 CREATE INDEX artifacts_origin_run_idx ON pg_labels.artifacts (origin_run);
 CREATE INDEX artifacts_labels_idx ON pg_labels.artifacts USING gin (labels);
 CREATE INDEX artifacts_digest_idx ON pg_labels.artifacts (digest);
@@ -344,7 +350,8 @@ CREATE TABLE pg_labels.refused_writes (
     session_actor text NOT NULL,
     xid xid8,
     backend_pid int NOT NULL,
-    recorded_at timestamptz NOT NULL DEFAULT now()
+    recorded_at timestamptz NOT NULL DEFAULT now(),
+    attempted jsonb
 );
 COMMENT ON TABLE pg_labels.refused_writes IS
     'Every refusal of the platform''s triggers and of the functions that write as the owner, recorded in a transaction of its own: it survives the rollback of the refused statement. Written by a background worker only; read through pg_labels.refusals; removed by purge() with the trail''s months; outside the hash chains';
@@ -354,8 +361,8 @@ COMMENT ON COLUMN pg_labels.refused_writes.last_at IS 'When the last refusal it 
 COMMENT ON COLUMN pg_labels.refused_writes.count IS 'How many refusals it stands for: 1, or more for refusals counted together';
 COMMENT ON COLUMN pg_labels.refused_writes.kind IS 'What was refused: a step''s kind (tool_called, gate_decided, context_read, approval_decided, ...), or run, share, artifact, crossing, agent_version, approval, or an update, delete or truncate of a table';
 COMMENT ON COLUMN pg_labels.refused_writes.run_id IS 'The run, when there is one';
-COMMENT ON COLUMN pg_labels.refused_writes.run_scope IS 'The run''s scope (for a run not opened, the one it was to have)';
-COMMENT ON COLUMN pg_labels.refused_writes.carried_scope IS 'Where the record can be read: the run''s scope, or the share''s or crossing''s target (NULL: in * only); an analyst sees it when the entered scope reaches it';
+COMMENT ON COLUMN pg_labels.refused_writes.run_scope IS 'The scope of the run the write named, as the database holds it (NULL when no such run exists: what the writer claimed is in attempted)';
+COMMENT ON COLUMN pg_labels.refused_writes.carried_scope IS 'Where the record can be read: the scope of the run it names, or for a share the scope its artifact can be read in (NULL: in * only); never a scope the writer named. An analyst sees it when the entered scope reaches it';
 COMMENT ON COLUMN pg_labels.refused_writes.tool IS 'The tool called, when there is one';
 COMMENT ON COLUMN pg_labels.refused_writes.rule IS 'The rule or check that refused: its name, as in the error''s constraint-name field';
 COMMENT ON COLUMN pg_labels.refused_writes.sqlstate IS 'The refusal''s SQLSTATE';
@@ -367,6 +374,7 @@ COMMENT ON COLUMN pg_labels.refused_writes.session_actor IS 'The session''s role
 COMMENT ON COLUMN pg_labels.refused_writes.xid IS 'The refusing backend''s transaction id, when it had one';
 COMMENT ON COLUMN pg_labels.refused_writes.backend_pid IS 'The refusing backend''s process id';
 COMMENT ON COLUMN pg_labels.refused_writes.recorded_at IS 'When the worker wrote the record';
+COMMENT ON COLUMN pg_labels.refused_writes.attempted IS 'What the refused write claimed, as the writer gave it (a run''s scope, labels and agent; a share''s target; a crossing''s scopes): a claim, not a fact of the trail';
 CREATE INDEX refused_writes_refused_at_idx ON pg_labels.refused_writes (refused_at);
 CREATE INDEX refused_writes_run_idx ON pg_labels.refused_writes (run_id) WHERE run_id IS NOT NULL;
 
@@ -417,15 +425,28 @@ CREATE TRIGGER tools_change BEFORE UPDATE OR DELETE ON pg_labels.tools
 ALTER TABLE pg_labels.tools ENABLE ALWAYS TRIGGER tools_change;
 
 ----------------------------------------------------------------------------------------
--- Row-level security. An analyst sees the runs, steps, artifacts and shares the entered
--- scope can carry (a step with what its run carried once it was written, a share with its
--- artifact's labels: both kept in the row as carried_scope), the agent versions, listeners,
--- crossings and grants within its reach; nothing when no scope is entered. Every policy
--- decides from the row it is asked about alone: none reads another row, so which hidden rows
--- a query's conditions match shows in no counter of a lookup. A role that may write a table
--- (INSERT, or EXECUTE on the crossing functions) reads all of it. The triggers work as the
--- tables' owner without forced security, as foreign-key checks do. The tool catalog is global.
+-- Row-level security. An analyst sees the runs, steps, artifacts, shares and records of
+-- refused writes the entered scope reaches the scope they can be read in (carried_scope,
+-- kept in the row: a run's and an artifact's with their labels, a step's with what its run
+-- carried once it was written, a share's with its artifact's labels, a record's with the run
+-- or artifact it names), the agent versions, listeners, crossings and grants within its
+-- reach; nothing when no scope is entered. Every policy decides from one scope stored inline
+-- in its row (storage PLAIN: never compressed, never out of line) and from what was fixed
+-- when the query started (src/access/policy.rs): none reads another row, a TOAST value or a
+-- catalog per row, so which hidden rows a query's conditions match shows in no counter. A role
+-- that may write a table (INSERT, or EXECUTE on the crossing functions) reads all of it. The
+-- triggers work as the tables' owner without forced security, as foreign-key checks do. The
+-- tool catalog is global.
 ----------------------------------------------------------------------------------------
+ALTER TABLE pg_labels.runs ALTER COLUMN carried_scope SET STORAGE PLAIN;
+ALTER TABLE pg_labels.steps ALTER COLUMN carried_scope SET STORAGE PLAIN;
+ALTER TABLE pg_labels.artifacts ALTER COLUMN carried_scope SET STORAGE PLAIN;
+ALTER TABLE pg_labels.shares ALTER COLUMN carried_scope SET STORAGE PLAIN;
+ALTER TABLE pg_labels.refused_writes ALTER COLUMN carried_scope SET STORAGE PLAIN;
+ALTER TABLE pg_labels.agent_versions ALTER COLUMN scope SET STORAGE PLAIN;
+ALTER TABLE pg_labels.listeners ALTER COLUMN scope SET STORAGE PLAIN;
+ALTER TABLE pg_labels.crossings ALTER COLUMN from_scope SET STORAGE PLAIN, ALTER COLUMN to_scope SET STORAGE PLAIN;
+ALTER TABLE pg_labels.grants ALTER COLUMN scope SET STORAGE PLAIN;
 ALTER TABLE pg_labels.runs ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
 ALTER TABLE pg_labels.steps ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
 ALTER TABLE pg_labels.artifacts ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
@@ -436,31 +457,27 @@ ALTER TABLE pg_labels.crossings ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECUR
 ALTER TABLE pg_labels.grants ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
 ALTER TABLE pg_labels.refused_writes ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
 CREATE POLICY runs_visible ON pg_labels.runs
-    USING (pg_labels.readable('pg_labels.runs'::pg_catalog.regclass, labels));
+    USING (pg_labels.readable_in('pg_labels.runs'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
 CREATE POLICY steps_visible ON pg_labels.steps
     USING (pg_labels.readable_in('pg_labels.steps'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
 CREATE POLICY artifacts_visible ON pg_labels.artifacts
-    USING (pg_labels.readable('pg_labels.artifacts'::pg_catalog.regclass, labels));
+    USING (pg_labels.readable_in('pg_labels.artifacts'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
 CREATE POLICY shares_visible ON pg_labels.shares
     USING (pg_labels.readable_in('pg_labels.shares'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
 CREATE POLICY refused_writes_visible ON pg_labels.refused_writes
     USING (pg_labels.readable_in('pg_labels.refused_writes'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
 CREATE POLICY agent_versions_visible ON pg_labels.agent_versions
-    USING (pg_labels.readable('pg_labels.agent_versions'::pg_catalog.regclass, @extschema@.labelset(scope)));
+    USING (pg_labels.readable_in('pg_labels.agent_versions'::pg_catalog.regclass, scope));
 CREATE POLICY listeners_visible ON pg_labels.listeners
-    USING (pg_labels.readable('pg_labels.listeners'::pg_catalog.regclass, @extschema@.labelset(scope)));
+    USING (pg_labels.readable_in('pg_labels.listeners'::pg_catalog.regclass, scope));
 -- crossings are written only through authorize_crossing() and revoke_crossing(), which run
 -- as the owner; the guard trigger refuses every other write, so no policy lets one through
 CREATE POLICY crossings_visible ON pg_labels.crossings
-    USING ((SELECT pg_catalog.has_function_privilege(
-                'pg_labels.authorize_crossing(@extschema@.scope, @extschema@.scope, text, timestamptz)', 'EXECUTE')
-                OR pg_catalog.has_function_privilege('pg_labels.revoke_crossing(bigint, text)', 'EXECUTE'))
-           OR pg_labels.visible(@extschema@.labelset(from_scope))
-           OR pg_labels.visible(@extschema@.labelset(to_scope)));
+    USING (pg_labels.readable_in('pg_labels.crossings'::pg_catalog.regclass, from_scope)
+           OR pg_labels.readable_in('pg_labels.crossings'::pg_catalog.regclass, to_scope));
 CREATE POLICY grants_visible ON pg_labels.grants
-    USING ((SELECT pg_catalog.has_table_privilege('pg_labels.grants'::pg_catalog.regclass, 'INSERT'))
-           OR pg_labels.member_of(role)
-           OR pg_labels.visible(@extschema@.labelset(scope)));
+    USING (pg_labels.readable_in('pg_labels.grants'::pg_catalog.regclass, scope)
+           OR pg_labels.member_of(role));
 -- every partition has the table's row-level security (a query naming a partition is not
 -- filtered by the table's policies) and its own TRUNCATE guard (a TRUNCATE of one partition
 -- does not fire the table's)
@@ -510,13 +527,14 @@ $comments$;
 CREATE VIEW pg_labels.refusals WITH (security_invoker = true) AS
 SELECT t.id AS step_id, t.run_id, t.run_scope, t.agent, t.tool, t.args, t.labels, t.decision,
        t.rule, t.reason, t.actor, t.created_at,
-       'gate'::text AS source, t.kind, NULL::text AS sqlstate, 1::bigint AS count, NULL::xid8 AS xid
+       'gate'::text AS source, t.kind, NULL::text AS sqlstate, 1::bigint AS count, NULL::xid8 AS xid,
+       NULL::jsonb AS attempted
 FROM pg_labels.trail t
 WHERE t.kind = 'gate_decided' AND t.decision IN ('block', 'ask')
 UNION ALL
 SELECT NULL, w.run_id, w.run_scope, r.agent, w.tool, NULL, w.labels, 'block',
        w.rule, w.reason, w.actor, w.refused_at,
-       'write', w.kind, w.sqlstate, w.count, w.xid
+       'write', w.kind, w.sqlstate, w.count, w.xid, w.attempted
 FROM pg_labels.refused_writes w
 LEFT JOIN pg_labels.runs r ON r.id = w.run_id;
 COMMENT ON VIEW pg_labels.refusals IS
@@ -538,6 +556,7 @@ COMMENT ON COLUMN pg_labels.refusals.kind IS 'gate_decided, or what the refused 
 COMMENT ON COLUMN pg_labels.refusals.sqlstate IS 'The refused write''s SQLSTATE';
 COMMENT ON COLUMN pg_labels.refusals.count IS 'How many refusals the row stands for (refused writes past a backend''s budget are counted together)';
 COMMENT ON COLUMN pg_labels.refusals.xid IS 'The refusing backend''s transaction id, when it had one';
+COMMENT ON COLUMN pg_labels.refusals.attempted IS 'What the refused write claimed (source write): a run''s scope and labels, a share''s target, a crossing''s scopes; a claim, not a fact';
 
 CREATE VIEW pg_labels.approval_points WITH (security_invoker = true) AS
 SELECT v.agent, v.version, v.scope, p.step, p.tool, t.effect, p.path, v.published_at

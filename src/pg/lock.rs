@@ -30,13 +30,19 @@ pub struct ObjectLock(pg_sys::LOCKTAG);
 
 impl ObjectLock {
     pub fn new(key: u64) -> ObjectLock {
+        ObjectLock::in_space(FIELD4, key)
+    }
+
+    /// A lock of another space than the runs' (its own fourth key field, not 1 or 2: no SQL
+    /// function reaches it either).
+    pub fn in_space(space: u16, key: u64) -> ObjectLock {
         // SAFETY: reads the backend's database id.
         let db = unsafe { pg_sys::MyDatabaseId };
         ObjectLock(pg_sys::LOCKTAG {
             locktag_field1: u32::from(db),
             locktag_field2: (key >> 32) as u32,
             locktag_field3: key as u32,
-            locktag_field4: FIELD4,
+            locktag_field4: space,
             locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
             locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
         })

@@ -3,6 +3,7 @@
 //! access, the trigger protocol, backend-local state, datum conversions, and version
 //! differences. Every `unsafe` block of the crate that is not a type's datum access lives here.
 
+pub mod bgworker;
 pub mod btree;
 pub mod catch;
 pub mod channel;
@@ -10,6 +11,7 @@ pub mod citus;
 pub mod compat;
 pub mod datum;
 pub mod error;
+pub mod executor;
 pub mod fmgr;
 pub mod heap;
 pub mod inval;

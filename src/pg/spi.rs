@@ -544,6 +544,13 @@ pub fn row_security_on() -> bool {
     unsafe { pg_sys::row_security }
 }
 
+/// Is a transaction in progress (not aborted, not ended): may the catalog be read, may a
+/// lock be taken?
+pub fn in_transaction() -> bool {
+    // SAFETY: reads the transaction state.
+    unsafe { pg_sys::IsTransactionState() }
+}
+
 /// May the current user insert into this relation (false if there is none)?
 pub fn may_insert(relid: Oid) -> bool {
     may(relid, pg_sys::ACL_INSERT)

@@ -129,13 +129,21 @@ fn crossings_guard(call: &Call<'_>) -> Result<Datum> {
     let [c_id, c_from, c_to, c_by, c_expires, c_revoked_at, c_revoked_by, c_reason] =
         CROSSING_COLUMNS.of(&row)?;
     let id = row.get::<i64>(c_id)?.unwrap_or_default();
-    // what a refusal's record names (platform::refused): read where the crossing leads
+    // what a refusal's record names (platform::refused): a crossing's scopes are what its
+    // authorizer claimed, kept apart; the record is read in * only
     crate::platform::refused::about(|a| {
-        a.scope = row.get::<ScopeBuf>(c_to).ok().flatten().map(|s| s.0);
         if trigger.op() != Op::Insert {
             a.kind = format!("{} of a crossing", trigger.op().verb());
         }
     });
+    let text = |c: i32| {
+        row.get::<ScopeBuf>(c)
+            .ok()
+            .flatten()
+            .map(|s| pg_labels_core::scope::to_text(&s.0).into())
+    };
+    crate::platform::refused::attempted("from_scope", text(c_from));
+    crate::platform::refused::attempted("to_scope", text(c_to));
     match trigger.op() {
         Op::Insert if crate::platform::context::restoring() => Ok(row.unchanged()),
         Op::Insert => {

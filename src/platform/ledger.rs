@@ -642,6 +642,13 @@ static EXTENSION_SCHEMA: SavedPlan = SavedPlan::new(
                         AND a.attname = 'carried_scope' AND NOT a.attisdropped)",
 );
 
+/// Do runs have the scope they are read in (release 0.3.1)?
+static RUNS_CARRIED: SavedPlan = SavedPlan::new(
+    c"SELECT FROM pg_catalog.pg_attribute a
+       WHERE a.attrelid = 'pg_labels.runs'::pg_catalog.regclass
+         AND a.attname = 'carried_scope' AND NOT a.attisdropped",
+);
+
 /// Fill the scope steps and shares are read in where a release before 0.3.0 (a restore of its
 /// dump) left none: for a step, the scope that can carry its run's labels now; for a share, its
 /// artifact's (as the update from 0.2.0 does). The append-only triggers let a superuser
@@ -662,9 +669,23 @@ fn fill_carried_scopes() -> Result<()> {
             .ident(&ns)
             .push(".labelset_scope(a.labels), '*') FROM pg_labels.artifacts a WHERE a.id = sh.artifact_id AND sh.carried_scope IS NULL");
         let shares = run(spi, &shares, false)?.len();
-        if steps + shares > 0 {
+        // runs and artifacts (release 0.3.1): a run's follows its labels (runs_seal writes it
+        // when its row is written), an artifact's is its labels'
+        let (mut runs, mut artifacts) = (0, 0);
+        if RUNS_CARRIED.execute(spi, &[], &[], true, 1)?.len() > 0 {
+            let fill =
+                Sql::new("UPDATE pg_labels.runs SET labels = labels WHERE carried_scope IS NULL");
+            runs = run(spi, &fill, false)?.len();
+            let fill = Sql::new("UPDATE pg_labels.artifacts SET carried_scope = ")
+                .ident(&ns)
+                .push(".labelset_scope(labels) WHERE carried_scope IS NULL AND ")
+                .ident(&ns)
+                .push(".labelset_scope(labels) IS NOT NULL");
+            artifacts = run(spi, &fill, false)?.len();
+        }
+        if steps + shares + runs + artifacts > 0 {
             notice(&format!(
-                "pg_labels.start_chains: the scope {steps} steps and {shares} shares are read in, filled from their runs' and artifacts' labels"
+                "pg_labels.start_chains: the scope {runs} runs, {steps} steps, {artifacts} artifacts and {shares} shares are read in, filled from their labels"
             ));
         }
         Ok(())

@@ -13,9 +13,19 @@
 //!   not a serialization failure (`40001`, to be retried). A gate decision is not a refusal:
 //!   it is a row of the trail.
 //! - A flood does not flood: past [`BUDGET`] records in a second, a backend's refusals are
-//!   counted per (role, run, kind, tool, rule) and written as one record, and one `LOG` line,
-//!   with its count when the second is over (or the transaction, or the session), never
-//!   dropped. So are those that find the queue full (their lines written already).
+//!   counted per (role, run, kind, tool, rule) and handed over as one record, and one `LOG`
+//!   line, with its count when the second is over (at its next refusal, or the end of its
+//!   transaction, or of the session), never dropped. So are those that find no room in the
+//!   queue (their lines written already). One worker per database writes every backend's
+//!   records, and a role's records hold at most a quarter of the queue (`pg::channel`): one
+//!   role's flood neither starves the server's worker slots nor another role's record.
+//! - A record always fits: every text in it is cut (with a marker and its original length,
+//!   [`cut`]) well under the queue's entry. What still cannot be queued or written is named
+//!   whole in the server log and counted, and `refusals_recorded()` then answers false.
+//! - A record states facts: the run it names and that run's scope are read from the database
+//!   (none when there is no such run), and it is read in that scope (a share's, in the scope
+//!   its artifact can be read in). What the writer claimed (a run's scope and labels, a share's
+//!   target, a crossing's scopes) is kept apart, in `attempted`.
 //! - On a Citus shard the refusal is in the `LOG` line of the node that decided only.
 
 use crate::pg::channel::{self, Sent, Worker};
@@ -48,8 +58,23 @@ pub struct About {
     /// The labels that escaped, or the origins, or what the refusal is about (a labelset).
     pub labels: Option<Vec<u8>>,
     /// The scope the record is read in (an analyst sees it when its entered scope reaches
-    /// it): the run's, or the share's or crossing's target; `*` when none is known.
+    /// it), when it is not the run's: a share's artifact's. Never one the writer named; `*`
+    /// when none is known.
     pub scope: Option<Vec<u8>>,
+    /// What the writer claimed (a run's scope, labels and agent; a share's target; a
+    /// crossing's scopes): recorded apart from the facts.
+    pub attempted: Option<serde_json::Map<String, Value>>,
+}
+
+/// Tell the innermost running trigger's record what the writer claimed: `key` is `value`.
+pub fn attempted(key: &str, value: Option<Value>) {
+    if let Some(v) = value {
+        about(|a| {
+            a.attempted
+                .get_or_insert_with(serde_json::Map::new)
+                .insert(key.to_string(), v);
+        });
+    }
 }
 
 /// What the running triggers know, innermost last.
@@ -84,6 +109,35 @@ pub fn about(f: impl FnOnce(&mut About)) {
     });
 }
 
+/// The most characters a record keeps of a message or DETAIL, and of a name (a tool, a kind,
+/// an agent): JSON writes a character in six bytes at most, so a record is always well under
+/// the queue's entry ([`channel::MAX_RECORD`]).
+const TEXT_CHARS: usize = 2000;
+const NAME_CHARS: usize = 500;
+
+/// `s`, or its first `max` characters and a marker with its length when it is longer.
+pub fn cut(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    let kept: String = s.chars().take(max).collect();
+    format!("{kept}... [cut: {n} characters, {} bytes]", s.len())
+}
+
+/// A claim's value as the record keeps it: texts cut, at most [`NAME_CHARS`] of each.
+fn cut_claims(claims: &serde_json::Map<String, Value>) -> Value {
+    let mut out = serde_json::Map::new();
+    for (k, v) in claims {
+        let v = match v {
+            Value::String(t) => Value::String(cut(t, NAME_CHARS)),
+            other => other.clone(),
+        };
+        out.insert(k.clone(), v);
+    }
+    Value::Object(out)
+}
+
 /// One record, as it travels to the worker (JSON).
 fn record_of(e: &Error, about: &About, at: i64) -> Value {
     let d = e.data();
@@ -101,20 +155,21 @@ fn record_of(e: &Error, about: &About, at: i64) -> Value {
         "at": pg_labels_core::retention::utc_text_micros(at),
         "last": pg_labels_core::retention::utc_text_micros(at),
         "count": 1,
-        "kind": about.kind,
+        "kind": cut(&about.kind, NAME_CHARS),
         "run": about.run.map(|u| u.to_string()),
         "run_scope": scope_text(&about.run_scope),
         "scope": scope_text(&about.scope.clone().or_else(|| about.run_scope.clone())).unwrap_or_else(|| "*".into()),
-        "tool": about.tool,
-        "rule": d.constraint,
+        "tool": about.tool.as_deref().map(|t| cut(t, NAME_CHARS)),
+        "rule": d.constraint.as_deref().map(|t| cut(t, NAME_CHARS)),
         "sqlstate": pg_labels_core::sqlstate::text(&d.sqlstate),
         "labels": about.labels.as_deref().map(first_labels),
-        "reason": crate::pg::error::capped(&d.message, 2000),
-        "detail": d.detail.as_deref().map(|t| crate::pg::error::capped(t, 2000).into_owned()),
-        "actor": crate::pg::spi::role_name(crate::pg::spi::acting_for()).unwrap_or_default(),
-        "session_actor": session,
+        "reason": cut(&d.message, TEXT_CHARS),
+        "detail": d.detail.as_deref().map(|t| cut(t, TEXT_CHARS)),
+        "actor": cut(&crate::pg::spi::role_name(crate::pg::spi::acting_for()).unwrap_or_default(), NAME_CHARS),
+        "session_actor": cut(&session, NAME_CHARS),
         "xid": xid.map(|x| x.to_string()),
         "pid": pid,
+        "attempted": about.attempted.as_ref().map(cut_claims),
     })
 }
 
@@ -192,9 +247,8 @@ struct Held {
     sent: u32,
     counted: Vec<Counted>,
     index: HashMap<Key, usize>,
-    /// The queue's counters this backend counts into in this second, and whose each is.
-    counters: HashMap<Key, usize>,
-    counter_key: [Option<Key>; channel::COUNTERS],
+    /// The queue's counters this backend counts into in this second, by what they count.
+    counters: HashMap<Key, channel::CounterRef>,
 }
 
 static HELD_SLOT: BackendLocal<Option<Held>> = BackendLocal::new(None);
@@ -258,7 +312,6 @@ fn record(e: &Error, mut about: About) {
             h.sent = 0;
             // (the last second's counters are the worker's to close)
             h.counters.clear();
-            h.counter_key = Default::default();
         }
         h.sent += 1;
         h.sent > BUDGET
@@ -270,27 +323,33 @@ fn record(e: &Error, mut about: About) {
     fill_run_scope(&mut about);
     let rec = record_of(e, &about, at);
     log_record(&rec, 1);
-    flush(false);
-    match send(&rec) {
-        Ok(Sent::Queued) => {}
-        Ok(Sent::QueuedWithoutWorker) => {}
+    flush(false, true);
+    match send(&rec, true) {
+        Ok(Sent::Queued) | Ok(Sent::QueuedWithoutWorker) => {}
         Ok(Sent::Full) => hold(Key::of(e, &about), rec, at, 0),
-        Err(why) => warning(&format!(
-            "pg_labels: the refusal \"{}\" could not be recorded: {}",
-            e.data().message,
-            why.data().message
-        )),
+        Err(why) => not_recorded(&rec, &why),
     }
+}
+
+/// A record that cannot be queued: named whole in the server log, and counted (this session's
+/// `refusals_recorded()` answers false from now on).
+fn not_recorded(rec: &Value, why: &Error) {
+    channel::count_lost();
+    warning(&format!(
+        "pg_labels: not recorded ({}): {rec}",
+        why.data().message
+    ));
 }
 
 /// Past the budget: counted with the others alike in this second, in a counter of the queue
 /// (the worker writes it, with its `LOG` line, once the second is over, whatever this backend
-/// does next), or, with every counter in use, held here (written at the end of the
-/// transaction). A flood costs a count each, not a record or a line.
+/// does next), or, with no counter free for it, held here and handed over as one record with
+/// its count (at its next refusal once the second is over, at the end of its transaction,
+/// before it exits). A flood costs a count each, not a record or a line.
 fn count(e: &Error, mut about: About, at: i64) {
     let key = Key::of(e, &about);
-    if let Some(i) = HELD.with(|h| h.counters.get(&key).copied()) {
-        if channel::count(i, at) {
+    if let Some(c) = HELD.with(|h| h.counters.get(&key).copied()) {
+        if channel::count(c, at) {
             return;
         }
         HELD.with(|h| h.counters.remove(&key));
@@ -313,30 +372,64 @@ fn count(e: &Error, mut about: About, at: i64) {
     let opened = channel::open_counter(
         rec.to_string().as_bytes(),
         at,
-        crate::platform::relations::platform_owner,
+        crate::pg::spi::acting_for().to_u32(),
         WORKER,
         before_exit,
     );
     match opened {
-        Ok(Some(i)) => HELD.with(|h| {
-            if let Some(old) = h.counter_key[i].take() {
-                h.counters.remove(&old);
-            }
-            h.counters.insert(key.clone(), i);
-            h.counter_key[i] = Some(key);
+        Ok(Some(c)) => HELD.with(|h| {
+            h.counters.insert(key, c);
         }),
-        // (said when it is handed over, if the queue cannot be made then either)
+        // (said when it is handed over, if it cannot be queued then either)
         Ok(None) | Err(_) => hold(key, rec, at, 1),
     }
 }
 
-/// The run's scope, when the trigger refused before it read the run.
+/// The run's scope as the database holds it, when the trigger refused before it read the run
+/// (a run not opened: the one of that id, if any; none when there is no such run); and where
+/// the record is read when it names no run of the database's: in the writer's own scope (the
+/// scope its grants reach, `*` when it has none).
 fn fill_run_scope(about: &mut About) {
-    if about.run_scope.is_none() && about.kind != "run" {
+    if about.run_scope.is_none() {
         if let Some(run) = &about.run {
             about.run_scope = run_scope(run);
         }
     }
+    if about.run_scope.is_none() && about.scope.is_none() {
+        about.scope = writer_scope();
+    }
+}
+
+/// Every grant, read as the tables' owner.
+static GRANTS: SavedPlan = SavedPlan::new(c"SELECT role, scope FROM pg_labels.grants");
+
+/// The writer's own scope: the deepest scope that reaches every scope its grants (its own, or
+/// a role's it is a member of) give it; `None` when it has none.
+fn writer_scope() -> Option<Vec<u8>> {
+    let owner = crate::platform::relations::platform_owner().ok()?;
+    let writer = crate::pg::spi::acting_for();
+    let granted = crate::pg::spi::as_owner(owner, || {
+        with_spi(|spi| {
+            let rows = GRANTS.execute(spi, &[], &[], true, 0)?;
+            let mut out = Vec::new();
+            for i in 0..rows.len() {
+                let role = rows.get::<crate::pg::datum::Name>(i, 1)?;
+                let scope = rows.get::<crate::types::datum::ScopeBuf>(i, 2)?;
+                if let (Some(role), Some(scope)) = (role, scope) {
+                    out.push((role.0, scope.0));
+                }
+            }
+            Ok(out)
+        })
+    })
+    .ok()?;
+    granted
+        .into_iter()
+        .filter(|(role, _)| {
+            crate::pg::spi::role_oid(role).is_some_and(|r| crate::pg::spi::is_member(writer, r))
+        })
+        .map(|(_, scope)| scope)
+        .reduce(|a, b| pg_labels_core::scope::lca(&a, &b).to_vec())
 }
 
 /// Count a record with the others of its kind this backend holds back (`unlogged` of it
@@ -364,8 +457,9 @@ fn hold(key: Key, rec: Value, at: i64, unlogged: i64) {
 
 /// Hand over what this backend held back (one record per kind, with its count, and a `LOG`
 /// line for those that had none): when its second is over, and (`all`) at the end of a
-/// transaction and before the backend exits.
-pub fn flush(all: bool) {
+/// transaction and before the backend exits. `may_make`: inside a transaction, where the
+/// database's queue may be made if there is none.
+pub fn flush(all: bool, may_make: bool) {
     let counted = HELD.with(|h| {
         // SAFETY: reads the clock.
         let second = unsafe { pg_sys::GetCurrentTimestamp() }.div_euclid(1_000_000);
@@ -383,7 +477,7 @@ pub fn flush(all: bool) {
             log_record(&c.rec, c.unlogged);
             c.unlogged = 0;
         }
-        match send(&c.rec) {
+        match send(&c.rec, may_make) {
             Ok(Sent::Full) => {
                 // this and the rest go back, to the next try
                 HELD.with(|h| {
@@ -395,11 +489,7 @@ pub fn flush(all: bool) {
                 return;
             }
             Ok(_) => {}
-            Err(why) => warning(&format!(
-                "pg_labels: {} counted refusals could not be recorded: {}",
-                c.count,
-                why.data().message
-            )),
+            Err(why) => not_recorded(&c.rec, &why),
         }
     }
 }
@@ -407,7 +497,7 @@ pub fn flush(all: bool) {
 /// Everything this backend held back, into the queue (when asked whether its refusals are
 /// recorded, and before it exits): `true` while some is still held (the ring full).
 fn flush_all() -> bool {
-    flush(true);
+    flush(true, crate::pg::spi::in_transaction());
     HELD.with(|h| !h.counted.is_empty())
 }
 
@@ -425,6 +515,7 @@ fn before_exit(last: bool) -> bool {
         let mut rec = c.rec;
         rec["count"] = json!(c.count);
         rec["last"] = json!(pg_labels_core::retention::utc_text_micros(c.last));
+        channel::count_lost();
         warning(&format!(
             "pg_labels: not recorded (the queue stayed full): {rec}"
         ));
@@ -438,12 +529,14 @@ const WORKER: Worker = Worker {
     name: "pg_labels refusal recorder",
 };
 
-fn send(rec: &Value) -> Result<Sent> {
+/// Queue a record as the role it is about (its share of the queue is that role's).
+fn send(rec: &Value, may_make: bool) -> Result<Sent> {
     channel::send(
         rec.to_string().as_bytes(),
-        crate::platform::relations::platform_owner,
+        crate::pg::spi::acting_for().to_u32(),
         WORKER,
         before_exit,
+        may_make,
     )
 }
 
@@ -457,16 +550,24 @@ crate::sql_function! {
         } else {
             interval_ms(call.datum(0))
         };
-        flush_all();
-        let drained = channel::drained(timeout_ms.clamp(0, 3_600_000));
-        // (what the ring had no room for went in as the worker made room); false when a
+        let timeout_ms = timeout_ms.clamp(0, 3_600_000);
+        // SAFETY: reads the clock.
+        let now = || unsafe { pg_sys::GetCurrentTimestamp() } / 1000;
+        let start = now();
+        // what had no room in the queue goes in as the worker makes room; false when a
         // record of this session could not be written (named in a WARNING)
-        crate::pg::fmgr::ret_bool(
-            drained
-                && !flush_all()
-                && channel::drained(timeout_ms.clamp(0, 3_600_000))
-                && channel::lost() == 0,
-        )
+        let done = loop {
+            let held = flush_all();
+            let left = (timeout_ms - (now() - start)).max(0);
+            let drained = channel::drained(left);
+            if !held && drained {
+                break true;
+            }
+            if now() - start >= timeout_ms {
+                break false;
+            }
+        };
+        crate::pg::fmgr::ret_bool(done && channel::lost() == 0)
     }
 }
 
@@ -506,7 +607,7 @@ unsafe extern "C-unwind" fn xact_callback(
         if channel::exists() {
             let out = crate::pg::error::catch(|| {
                 if HELD.with(|h| !h.counted.is_empty()) {
-                    flush(true);
+                    flush(true, false);
                 }
                 channel::nudge();
                 Ok(())
@@ -521,25 +622,13 @@ unsafe extern "C-unwind" fn xact_callback(
     }
 }
 
-/// One record as the worker writes it: a counter's count and last time put in (and its `LOG`
-/// line written: no one wrote one for a counter).
-fn as_written(m: &channel::Message) -> Option<Value> {
-    let mut rec: Value = serde_json::from_slice(&m.bytes).ok()?;
-    if m.count > 0 {
-        rec["count"] = json!(m.count);
-        rec["last"] = json!(pg_labels_core::retention::utc_text_micros(m.last));
-        log_record(&rec, m.count as i64);
-    }
-    Some(rec)
-}
-
 /// Writes records (the worker's transaction is open).
 fn write(spi: &crate::pg::spi::Spi, namespace: &str, records: &[Value]) -> Result<u64> {
     let array = crate::pg::datum::text_datum(&Value::Array(records.to_vec()).to_string())?;
     let sql = Sql::new(
         "INSERT INTO pg_labels.refused_writes
              (refused_at, last_at, count, kind, run_id, run_scope, carried_scope, tool, rule, sqlstate,
-              labels, reason, detail, actor, session_actor, xid, backend_pid)
+              labels, reason, detail, actor, session_actor, xid, backend_pid, attempted)
          SELECT r.at::timestamptz, r.last::timestamptz, r.count, r.kind, r.run, r.run_scope::",
     )
     .ident(namespace)
@@ -548,55 +637,30 @@ fn write(spi: &crate::pg::spi::Spi, namespace: &str, records: &[Value]) -> Resul
     .push(".scope, r.tool, r.rule, r.sqlstate, r.labels::")
     .ident(namespace)
     .push(
-        ".labelset, r.reason, r.detail, r.actor, r.session_actor, r.xid::xid8, r.pid
+        ".labelset, r.reason, r.detail, r.actor, r.session_actor, r.xid::xid8, r.pid, r.attempted
            FROM pg_catalog.jsonb_to_recordset($1::pg_catalog.jsonb)
              AS r (at text, last text, count bigint, kind text, run uuid, run_scope text, scope text,
                    tool text, rule text, sqlstate text, labels text, reason text, detail text,
-                   actor text, session_actor text, xid text, pid int)",
+                   actor text, session_actor text, xid text, pid int, attempted jsonb)",
     );
     Ok(run_with(spi, &sql, &[pg_sys::TEXTOID], &[Some(array)], false)?.len())
 }
 
-/// The extension's own schema (the types' names are qualified with it).
+/// The extension's own schema (the types' names are qualified with it), and the tables' owner.
 static EXTENSION_SCHEMA: SavedPlan = SavedPlan::new(
-    c"SELECT n.nspname::text FROM pg_catalog.pg_extension e
+    c"SELECT n.nspname::text, c.relowner
+        FROM pg_catalog.pg_extension e
         JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+        JOIN pg_catalog.pg_class c ON c.oid = 'pg_labels.refused_writes'::pg_catalog.regclass
        WHERE e.extname = 'pg_labels'",
 );
 
-/// One transaction of the worker, as `role` (the tables' owner): `Err` rolls it back.
-fn in_transaction(role: pg_sys::Oid, f: impl FnOnce() -> Result<u64>) -> Result<u64> {
-    // SAFETY: the worker's own transactions, one at a time, begun and ended here; an error
-    // inside comes back as Err (caught whole) and the transaction is then aborted, which also
-    // gives the worker its own user back.
-    let out = crate::pg::error::catch(|| unsafe {
-        pg_sys::SetCurrentStatementStartTimestamp();
-        pg_sys::StartTransactionCommand();
-        pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
-        let (mut user, mut context) = (pg_sys::Oid::INVALID, 0);
-        pg_sys::GetUserIdAndSecContext(&mut user, &mut context);
-        pg_sys::SetUserIdAndSecContext(role, context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32);
-        let out = f();
-        if out.is_ok() {
-            pg_sys::SetUserIdAndSecContext(user, context);
-            pg_sys::PopActiveSnapshot();
-            pg_sys::CommitTransactionCommand();
-        }
-        out
-    });
-    if out.is_err() {
-        // SAFETY: as above; nothing of the transaction is used after.
-        unsafe { pg_sys::AbortCurrentTransaction() };
-    }
-    out
-}
-
-/// The background worker that records refusals: attaches to a backend's queue, connects to
-/// its database (as the bootstrap superuser, so that an owner that cannot log in, or a
-/// database closed to connections, does not stop it) and writes what it finds as the tables'
-/// owner, a batch per transaction, until the queue stays empty for half a second. A batch
-/// that fails is written again one record at a time; a record that still fails is named in a
-/// `WARNING` (and its backend's `refusals_recorded()` says false).
+/// The background worker that records refusals: attaches to its database's queue (as its one
+/// worker), connects to the database (as the bootstrap superuser, so that an owner that cannot
+/// log in, or a database closed to connections, does not stop it) and writes what it finds as
+/// the tables' owner, a batch per transaction, until the queue stays empty for half a second.
+/// A batch that fails is written again one record at a time; a record that still fails is
+/// named in a `WARNING` and counted for its backend (whose `refusals_recorded()` says false).
 ///
 /// # Safety
 /// Called by PostgreSQL as a background worker's main function, with the handle of a queue's
@@ -609,66 +673,68 @@ pub unsafe extern "C-unwind" fn pgl_refusal_worker(arg: pg_sys::Datum) {
     let Some(queue) = channel::Consumer::attach(arg.value() as u32) else {
         return;
     };
-    let role = queue.role();
-    // SAFETY: a background worker's connection, once, before any transaction.
-    unsafe {
-        pg_sys::BackgroundWorkerInitializeConnectionByOid(
-            queue.database(),
-            pg_sys::Oid::INVALID,
-            pg_sys::BGWORKER_BYPASS_ALLOWCONN,
-        )
-    };
-    let namespace = in_transaction(role, || {
+    crate::pg::bgworker::connect(queue.database());
+    let found = crate::pg::bgworker::in_transaction(pg_sys::Oid::INVALID, || {
         with_spi(|spi| {
-            let ns = EXTENSION_SCHEMA
-                .execute(spi, &[], &[], true, 1)?
-                .get::<String>(0, 1)?;
-            NAMESPACE.with(|n| *n = ns);
-            Ok(0)
+            let rows = EXTENSION_SCHEMA.execute(spi, &[], &[], true, 1)?;
+            Ok((rows.get::<String>(0, 1)?, rows.get::<pg_sys::Oid>(0, 2)?))
         })
     });
-    if let Err(e) = namespace {
-        warning(&format!(
-            "pg_labels: the refusal recorder cannot start: {}",
-            e.data().message
-        ));
-        return;
-    }
-    let Some(namespace) = NAMESPACE.with(|n| n.clone()) else {
-        return;
+    let (namespace, role) = match found {
+        Ok((Some(ns), Some(role))) => (ns, role),
+        Ok(_) => {
+            warning(
+                "pg_labels: the refusal recorder cannot start: the extension is not installed here",
+            );
+            return;
+        }
+        Err(e) => {
+            warning(&format!(
+                "pg_labels: the refusal recorder cannot start: {}",
+                e.data().message
+            ));
+            return;
+        }
     };
     let store = |records: &[(Value, &channel::Message)]| {
         let values: Vec<Value> = records.iter().map(|(v, _)| v.clone()).collect();
-        if in_transaction(role, || with_spi(|spi| write(spi, &namespace, &values))).is_ok() {
+        let all = crate::pg::bgworker::in_transaction(role, || {
+            with_spi(|spi| write(spi, &namespace, &values))
+        });
+        if all.is_ok() {
             return;
         }
         // one at a time, to lose none but what cannot be written
         for (v, m) in records {
             let one = std::slice::from_ref(v);
-            if let Err(e) = in_transaction(role, || with_spi(|spi| write(spi, &namespace, one))) {
+            let out = crate::pg::bgworker::in_transaction(role, || {
+                with_spi(|spi| write(spi, &namespace, one))
+            });
+            if let Err(e) = out {
                 channel::warn_lost(m, &e.data().message);
-                queue.lost(1);
+                queue.lost(m);
             }
         }
     };
     let mut idle = 0;
     loop {
+        let batch = queue.peek(256);
         let mut busy = false;
-        let (batch, to) = queue.peek(256);
-        if !batch.is_empty() {
-            let records = readable(&queue, batch.iter());
+        if !batch.messages.is_empty() {
+            let records = readable(&queue, &batch.messages);
             store(&records);
-            queue.done(to);
+            queue.done(&batch);
             busy = true;
         }
         // SAFETY: reads the clock.
         let second = unsafe { pg_sys::GetCurrentTimestamp() }.div_euclid(1_000_000);
         let due = queue.due(second);
         if !due.is_empty() {
-            let records = readable(&queue, due.iter().map(|(_, m)| m));
+            let (taken, messages): (Vec<usize>, Vec<channel::Message>) = due.into_iter().unzip();
+            let records = readable(&queue, &messages);
             store(&records);
-            for (i, _) in &due {
-                queue.release(*i);
+            for i in taken {
+                queue.release(i);
             }
             busy = true;
         }
@@ -696,19 +762,26 @@ pub unsafe extern "C-unwind" fn pgl_refusal_worker(arg: pg_sys::Datum) {
 /// backend sends, is said in the server log too).
 fn readable<'a>(
     queue: &channel::Consumer,
-    messages: impl Iterator<Item = &'a channel::Message>,
+    messages: &'a [channel::Message],
 ) -> Vec<(Value, &'a channel::Message)> {
     let mut out = Vec::new();
     for m in messages {
-        match as_written(m) {
-            Some(v) => out.push((v, m)),
-            None => {
+        match serde_json::from_slice::<Value>(&m.bytes) {
+            Ok(mut v) => {
+                // a counter's count and last time put in, and its LOG line written (no one
+                // wrote one for a counter)
+                if m.count > 0 {
+                    v["count"] = json!(m.count);
+                    v["last"] = json!(pg_labels_core::retention::utc_text_micros(m.last));
+                    log_record(&v, m.count as i64);
+                }
+                out.push((v, m))
+            }
+            Err(_) => {
                 channel::warn_lost(m, "not a record");
-                queue.lost(1);
+                queue.lost(m);
             }
         }
     }
     out
 }
-
-static NAMESPACE: BackendLocal<Option<String>> = BackendLocal::new(None);

@@ -129,10 +129,31 @@ fn runs_open(call: &Call<'_>) -> Result<Datum> {
     };
     let given_scope = row.get::<ScopeBuf>(c_scope)?;
     // what a refusal's record names (platform::refused)
-    crate::platform::refused::about(|a| {
-        a.run = row.get::<Uuid>(c_id).ok().flatten();
-        a.run_scope = given_scope.as_ref().map(|s| s.0.clone());
-    });
+    // what a refusal's record names (platform::refused): the run of that id, if there is one
+    // (its scope is read from the database); what the writer claimed, apart
+    crate::platform::refused::about(|a| a.run = row.get::<Uuid>(c_id).ok().flatten());
+    crate::platform::refused::attempted(
+        "scope",
+        given_scope
+            .as_ref()
+            .map(|s| pg_labels_core::scope::to_text(&s.0).into()),
+    );
+    crate::platform::refused::attempted(
+        "labels",
+        row.get::<LabelSet<'_>>(c_labels)
+            .ok()
+            .flatten()
+            .map(|l| l.to_text_capped(refusal::LIST_LIMIT).into()),
+    );
+    crate::platform::refused::attempted("agent", given_agent.clone().map(Into::into));
+    crate::platform::refused::attempted(
+        "listener_id",
+        row.get::<i64>(c_listener).ok().flatten().map(Into::into),
+    );
+    crate::platform::refused::attempted(
+        "agent_version",
+        row.get::<i32>(c_version).ok().flatten().map(Into::into),
+    );
     let labels = row
         .get::<LabelSet<'_>>(c_labels)?
         .unwrap_or(LabelSet::EMPTY);
@@ -156,6 +177,18 @@ fn runs_open(call: &Call<'_>) -> Result<Datum> {
 
     // write
     let mut changes = vec![(c_labels, Some(labelset_datum(&opened.labels)?))];
+    // where the run can be read: kept inline for the policy (none before release 0.3.1)
+    if let Ok([c_carried]) = crate::platform::run_lock::CARRIED.of(&row) {
+        if row.datum(c_carried).is_some() {
+            return Err(refuse_given(
+                "runs",
+                "carried_scope",
+                "the scope of the run's labels",
+            ));
+        }
+        let carried = LabelSet::from_canonical(&opened.labels).scope();
+        changes.push((c_carried, carried.map(scope_datum).transpose()?));
+    }
     if on_shard {
         changes.push((c_opened, Some(Datum::from(trail_time().0))));
     }

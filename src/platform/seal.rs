@@ -131,7 +131,15 @@ fn runs_seal(call: &Call<'_>) -> Result<Datum> {
     }
     let new = trigger.new_row();
     let run = describe("runs", &old);
+    // where the run can be read follows its labels, whatever the statement set (none before
+    // release 0.3.1): an update that grows the labels (or fills it, after a restore of an
+    // older dump) writes it
+    let mut carried = None;
     for (c, name) in old.columns() {
+        if name == "carried_scope" {
+            carried = Some(c);
+            continue;
+        }
         if name == "labels" {
             let before = old
                 .get::<LabelSet<'_>>(c)?
@@ -184,7 +192,23 @@ fn runs_seal(call: &Call<'_>) -> Result<Datum> {
         )
         .into());
     }
-    Ok(new.unchanged())
+    match carried {
+        Some(c) => {
+            let labels_column = new.columns().into_iter().find(|(_, n)| n == "labels");
+            let scope = match labels_column {
+                Some((l, _)) => new
+                    .get::<LabelSet<'_>>(l)?
+                    .and_then(|set| set.scope().map(<[u8]>::to_vec)),
+                None => None,
+            };
+            let datum = scope
+                .as_deref()
+                .map(crate::types::datum::scope_datum)
+                .transpose()?;
+            Ok(new.modified(&[(c, datum)]))
+        }
+        None => Ok(new.unchanged()),
+    }
 }
 
 fn append_only(call: &Call<'_>) -> Result<Datum> {
@@ -235,7 +259,7 @@ fn append_only(call: &Call<'_>) -> Result<Datum> {
         )
         .into()),
         Op::Delete if purging() => Ok(trigger.row().unchanged()),
-        // a superuser fills the scope a step or share of an earlier release is read in
+        // a superuser fills the scope a step, share or artifact of an earlier release is read in
         Op::Update if fills_carried_scope(&trigger) => Ok(trigger.new_row().unchanged()),
         op => Err(refusal::sealed(
             table,
@@ -249,11 +273,14 @@ fn append_only(call: &Call<'_>) -> Result<Datum> {
     }
 }
 
-/// Is this update of a step or a share a superuser session's filling of `carried_scope`, the
-/// scope a row of an earlier release is read in (the update from 0.2.0, `start_chains()` after
-/// a restore of such a dump): that column from NULL to a value, and nothing else changed?
+/// Is this update of a step, a share or an artifact a superuser session's filling of
+/// `carried_scope`, the scope a row of an earlier release is read in (the updates from 0.2.0
+/// and 0.3.0, `start_chains()` after a restore of such a dump): that column from NULL to a
+/// value, and nothing else changed?
 fn fills_carried_scope(trigger: &Trigger<'_>) -> bool {
-    if !matches!(trigger.table(), "steps" | "shares") || !crate::pg::spi::superuser_session() {
+    if !matches!(trigger.table(), "steps" | "shares" | "artifacts")
+        || !crate::pg::spi::superuser_session()
+    {
         return false;
     }
     let (old, new) = (trigger.row(), trigger.new_row());

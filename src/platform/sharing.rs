@@ -89,7 +89,7 @@ static SHARE_COLUMNS: Columns<7> = Columns::new([
     col::<Timestamp>(c"created_at"),
 ]);
 
-/// The scope a share is readable in (none before release 0.3.0).
+/// The scope a share (none before release 0.3.0) or an artifact (release 0.3.1) is readable in.
 static SHARE_CARRIED: Columns<1> = Columns::new([col::<ScopeBuf>(c"carried_scope")]);
 
 fn is_digest(d: &[u8]) -> bool {
@@ -152,6 +152,21 @@ fn artifacts_insert(call: &Call<'_>) -> Result<Datum> {
     let given = row
         .get::<LabelSet<'_>>(c_labels)?
         .unwrap_or(LabelSet::EMPTY);
+    // where the artifact can be read, kept inline for the policy (none before release 0.3.1)
+    let carried = SHARE_CARRIED.of(&row).ok().map(|[c]| c);
+    if carried.is_some_and(|c| row.datum(c).is_some()) {
+        return Err(refuse_given(
+            "artifacts",
+            "carried_scope",
+            "the scope of the artifact's labels",
+        ));
+    }
+    let with_carried = |mut changes: Vec<(i32, Option<Datum>)>, labels: LabelSet<'_>| {
+        if let Some(c) = carried {
+            changes.push((c, labels.scope().map(scope_datum).transpose()?));
+        }
+        Ok::<_, Error>(row.modified(&changes))
+    };
     let no_run = || {
         Error::from(refusal::no_run(
             &run_id.to_string(),
@@ -164,10 +179,13 @@ fn artifacts_insert(call: &Call<'_>) -> Result<Datum> {
         run_lock::RunPlace::Single => {
             let run = run_lock::lock_run(trigger.namespace(), &run_id)?.ok_or_else(no_run)?;
             let labels = given.union(run.labels.set());
-            Ok(row.modified(&[
-                (c_labels, Some(labelset_datum(&labels)?)),
-                (c_actor, Some(text_datum(&writer)?)),
-            ]))
+            with_carried(
+                vec![
+                    (c_labels, Some(labelset_datum(&labels)?)),
+                    (c_actor, Some(text_datum(&writer)?)),
+                ],
+                LabelSet::from_canonical(&labels),
+            )
         }
         // On Citus every node writes the same row, and one alone holds the run: the labels
         // are the writer's, and that node refuses them unless they hold the run's.
@@ -178,9 +196,11 @@ fn artifacts_insert(call: &Call<'_>) -> Result<Datum> {
             if !missing.is_empty() {
                 return Err(refusal::artifact_below_run(&run_id.to_string(), &missing).into());
             }
-            Ok(row.modified(&[(c_actor, Some(text_datum(&writer)?))]))
+            with_carried(vec![(c_actor, Some(text_datum(&writer)?))], given)
         }
-        run_lock::RunPlace::Elsewhere => Ok(row.modified(&[(c_actor, Some(text_datum(&writer)?))])),
+        run_lock::RunPlace::Elsewhere => {
+            with_carried(vec![(c_actor, Some(text_datum(&writer)?))], given)
+        }
     }
 }
 
@@ -232,12 +252,27 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
     // To one run: judged by that run's scope, which the share records.
     let given_scope = row.get::<ScopeBuf>(c_to_scope)?;
     let to_run = row.get::<Uuid>(c_to_run)?;
-    // what a refusal's record names (platform::refused): read where the share leads
+    // what a refusal's record names (platform::refused): the artifact's run, read where the
+    // artifact can be read; where the writer would share it, apart (the target's scope is
+    // another company's, maybe: its analysts do not read this company's data)
     crate::platform::refused::about(|a| {
-        a.run = to_run;
-        a.scope = given_scope.as_ref().map(|s| s.0.clone());
+        a.run = Some(art.origin_run);
+        a.scope = Some(
+            LabelSet::from_canonical(&art.labels)
+                .scope()
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default(),
+        );
         a.labels = Some(art.labels.clone());
     });
+    crate::platform::refused::attempted("artifact_id", Some(artifact_id.to_string().into()));
+    crate::platform::refused::attempted(
+        "to_scope",
+        given_scope
+            .as_ref()
+            .map(|s| pg_labels_core::scope::to_text(&s.0).into()),
+    );
+    crate::platform::refused::attempted("to_run", to_run.map(|r| r.to_string().into()));
     let (target, filled) = match &to_run {
         // On Citus one node alone holds the run: the writer names its scope, which that node
         // checks (every copy of the share must be the same)

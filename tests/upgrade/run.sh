@@ -35,7 +35,33 @@ catalog() { # $1 database
     q -d "$1" -At -c "SELECT 'dumped: ' || c::regclass FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'pg_labels' ORDER BY 1"
 }
 
+# The analyst of a release's README: its grants (0.1.0 and 0.2.0 named the same; 0.3.0 added
+# tools and refused_writes), and a scope.
+readers_grant() { # $1 release, $2 database
+    local extra=""
+    [ "$1" = 0.3.0 ] && extra=", pg_labels.tools, pg_labels.refused_writes"
+    q -d "$2" -c "GRANT USAGE ON SCHEMA pg_labels TO upgrade_reader" \
+        -c "GRANT SELECT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts, pg_labels.shares,
+                            pg_labels.agent_versions, pg_labels.listeners, pg_labels.crossings$extra,
+                            pg_labels.trail, pg_labels.refusals, pg_labels.approval_points TO upgrade_reader" \
+        -c "INSERT INTO pg_labels.grants (role, scope) VALUES ('upgrade_reader', 'acme')" >/dev/null
+}
+# Each view of the schema read as that analyst, its scope entered: "ok view" or "denied view".
+views_read() { # $1 database
+    local v
+    for v in $(q -d "$1" -At -c "SELECT c.relname FROM pg_class c WHERE c.relnamespace = 'pg_labels'::regnamespace AND c.relkind = 'v' ORDER BY 1"); do
+        if q -d "$1" -c "SET ROLE upgrade_reader" -c "BEGIN" -c "SELECT pg_labels.enter_scope('acme')" \
+             -c "SELECT count(*) FROM pg_labels.$v" -c "COMMIT" >/dev/null 2>&1; then
+            echo "ok $v"
+        else
+            echo "denied $v"
+        fi
+    done
+}
+
 workload_roles
+q -d postgres -c "SET client_min_messages = warning" -c "DROP OWNED BY upgrade_reader" -c "DROP ROLE IF EXISTS upgrade_reader" 2>/dev/null || true
+q -d postgres -c "CREATE ROLE upgrade_reader"
 for db in upgrade_fresh upgrade_restored; do q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db"; done
 q -d postgres -c "CREATE DATABASE upgrade_fresh"
 q -d upgrade_fresh -c "CREATE EXTENSION pg_labels" -f "$here/../workload/setup.sql" -f "$here/protected.sql" >/dev/null
@@ -51,7 +77,12 @@ for script in "$ROOT"/sql/released/pg_labels--*.sql; do
     q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
     q -d "$db" -c "CREATE EXTENSION pg_labels VERSION '$from'" \
         -f "$here/../workload/setup.sql" -f "$here/../workload/data.sql" -f "$here/protected.sql" >/dev/null
-    data_snapshot -d "$db" >"$work/before"
+    # (0.3.0's steps and shares have carried_scope already: left out on both sides, as the
+    # runs' and artifacts' are new)
+    case $from in
+        0.3.0) SNAPSHOT_DROP="{slot,carried_scope}" data_snapshot -d "$db" >"$work/before" ;;
+        *) data_snapshot -d "$db" >"$work/before" ;;
+    esac
     grep -c "" "$work/before" | xargs echo "data snapshot lines:"
 
     q -d "$db" -c "ALTER EXTENSION pg_labels UPDATE"
@@ -61,13 +92,18 @@ for script in "$ROOT"/sql/released/pg_labels--*.sql; do
     # what was there is unchanged; what later releases add is left out of this comparison and
     # checked below: 0.2.0 the hash chains' columns, the digests, the trail's proofs, Citus;
     # 0.3.0 the scope a step or share can be read in (carried_scope), the record of refused writes
+    # 0.3.1 the scope a run or artifact can be read in (carried_scope too), what a refused
+    # write claimed (attempted)
     case $from in
         0.1.0)
-            added_columns="slot,prev_hash,hash,opened_labels,chain_head,chain_slot,chain_cut,chain_cut_length,carried_scope"
+            added_columns="slot,prev_hash,hash,opened_labels,chain_head,chain_slot,chain_cut,chain_cut_length,carried_scope,attempted"
             added_objects="digests|digests_id_seq|verify|verify_all|ledger_digest|verify_digest|prove|start_chains|distribute|shard_sequence|refused_writes|refused_writes_id_seq" ;;
-        *)
-            added_columns="slot,carried_scope"  # (the ring slot is left out of every snapshot)
+        0.2.0)
+            added_columns="slot,carried_scope,attempted"  # (the ring slot is left out of every snapshot)
             added_objects="refused_writes|refused_writes_id_seq" ;;
+        *)
+            added_columns="slot,carried_scope,attempted"
+            added_objects="NONE" ;;
     esac
     SNAPSHOT_DROP="{$added_columns}" data_snapshot -d "$db" |
         grep -Ev "^(acl|sequence|rows) (pg_labels\.)?($added_objects)[ (:]" \
@@ -109,6 +145,32 @@ for script in "$ROOT"/sql/released/pg_labels--*.sql; do
     [ "$(q -d "$db" -At -c "SELECT count(*) FROM public.notes")" = 1 ] || fail "$from: the owner lost the protected table's row"
     echo "protect(): a table protected under $from is closed to non-owners after DROP EXTENSION ... CASCADE"
     q -d postgres -c "DROP DATABASE $db"
+
+    # Readers keep reading: an analyst granted what this release's README granted, in a
+    # database of this release, reads every view it read before the update, and every view
+    # after it (0.3.0's refusals read refused_writes, which the update from 0.2.0 did not
+    # grant to the view's readers; approval_points reads tools)
+    rdb="upgrade_readers_${from//./_}"
+    q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $rdb" -c "CREATE DATABASE $rdb"
+    q -d "$rdb" -c "CREATE EXTENSION pg_labels VERSION '$from'" -f "$here/../workload/setup.sql" -f "$here/../workload/data.sql" >/dev/null
+    readers_grant "$from" "$rdb"
+    views_read "$rdb" >"$work/views_before"
+    q -d "$rdb" -c "ALTER EXTENSION pg_labels UPDATE" 2>"$work/update_notices"
+    views_read "$rdb" >"$work/views_after"
+    while read -r _ v; do
+        grep -qx "ok $v" "$work/views_after" || fail "$from: the README's analyst read $v before the update and cannot after"
+    done < <(grep "^ok " "$work/views_before")
+    if grep -q "^denied " "$work/views_after"; then
+        fail "$from: after the update the README's analyst cannot read: $(grep "^denied " "$work/views_after" | tr '\n' ' ')"
+    fi
+    # and a dump keeps what the update granted (as the DBA's)
+    "$PGBIN/pg_dump" -d "$rdb" -Fc -f "$work/readers.dump"
+    q -d postgres -c "CREATE DATABASE upgrade_restored"
+    "$PGBIN/pg_restore" --exit-on-error -d upgrade_restored "$work/readers.dump"
+    views_read upgrade_restored >"$work/views_restored"
+    diff -u "$work/views_after" "$work/views_restored" || fail "$from: a dump of the updated database loses what the update granted the views' readers"
+    q -d postgres -c "DROP DATABASE upgrade_restored" -c "DROP DATABASE $rdb"
+    echo "readers: the analyst of $from's README reads every view after the update (and after a restore of its dump); $(grep -c "^ok " "$work/views_before") of $(grep -c "" "$work/views_before") before"
 done
 [ "$releases" -gt 0 ] || fail "no released version in sql/released/"
 q -d postgres -c "DROP DATABASE upgrade_fresh"

@@ -22,7 +22,8 @@ struct Kept {
     /// The runs table's primary key, its columns and its chain's columns.
     pkey: Oid,
     columns: [i32; 3],
-    chain_columns: [i32; 2],
+    /// The chain's columns, and `carried_scope` (none before release 0.3.1).
+    chain_columns: ([i32; 2], Option<i32>),
     runs: IdMap<Uuid, KeptRun>,
 }
 pub(super) struct KeptRun {
@@ -49,7 +50,7 @@ pub(super) fn remember(
     table: Oid,
     pkey: Oid,
     columns: [i32; 3],
-    chain_columns: [i32; 2],
+    chain_columns: ([i32; 2], Option<i32>),
     run: &Uuid,
     kept: KeptRun,
 ) {
@@ -114,7 +115,8 @@ pub(super) fn kept_run(namespace: Oid, run: &Uuid) -> Option<LockedRun> {
         chain: Some(ChainState {
             head,
             slot,
-            columns: chain_columns,
+            columns: chain_columns.0,
+            carried: chain_columns.1,
         }),
         table: None,
         table_oid: rels.runs,

@@ -100,7 +100,14 @@ pub struct ChainState {
     pub head: chain::Hash,
     pub slot: Option<i16>,
     columns: [i32; 2],
+    /// The column `carried_scope` (none before release 0.3.1): where the run can be read,
+    /// written with its labels.
+    carried: Option<i32>,
 }
+
+/// Where a run can be read (`carried_scope`, release 0.3.1): the deepest scope that can carry
+/// its labels, written with them.
+pub static CARRIED: Columns<1> = Columns::new([col::<ScopeBuf>(c"carried_scope")]);
 
 /// A run's chain columns.
 static CHAIN_COLUMNS: Columns<2> =
@@ -156,6 +163,14 @@ impl LockedRun {
                 self.columns[2],
                 Some(crate::types::datum::labelset_datum(labels)?),
             ));
+            // where the run can be read, with what it carries
+            if let Some(column) = c.carried {
+                let scope = LabelSet::from_canonical(labels).scope();
+                changes.push((
+                    column,
+                    scope.map(crate::types::datum::scope_datum).transpose()?,
+                ));
+            }
         }
         let fetched;
         let held = match &self.held {
@@ -228,6 +243,7 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
     let columns = rel.columns(&RUN_COLUMNS)?;
     let [c_id, c_scope, c_labels] = columns;
     let chain_columns = rel.columns(&CHAIN_COLUMNS).ok();
+    let carried_column = rel.columns(&CARRIED).ok().map(|[c]| c);
     let generation = crate::pg::inval::generation();
     // how the run is locked (see RunLock)
     let how = if shard {
@@ -283,6 +299,7 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
                     head,
                     slot: found.get::<i16>(columns[1])?,
                     columns,
+                    carried: carried_column,
                 })
             }
             None => None,
@@ -310,7 +327,7 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
             table,
             pkey,
             columns,
-            chain_columns,
+            (chain_columns, c.carried),
             run,
             KeptRun {
                 scope: scope.clone(),

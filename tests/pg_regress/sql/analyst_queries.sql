@@ -155,8 +155,9 @@ COMMIT;
 
 -- a privilege granted in a savepoint that is rolled back goes with it, also under REPEATABLE
 -- READ (where the snapshot stays the same), granted directly or through a role; a cursor
--- fetched after a REVOKE reads as the role now may, as the policy's subquery evaluated at the
--- first fetch did
+-- fetched after a REVOKE reads as the role could when it was declared: what the policies
+-- decide by is fixed when the query starts, as PostgreSQL checks the query's own privileges
+-- then (0.3.1: found at the first row, it told which hidden rows matched)
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SET ROLE regress_aq_analyst;
 SELECT pg_labels.enter_scope('acme/platform') IS NOT NULL AS entered;
