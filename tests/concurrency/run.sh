@@ -6,7 +6,9 @@
 #      authorize again, as roles that are not superusers (crossings_check.sql);
 #   3. a flood of refusals: 10,000 refused calls in a loop from one role, then 4 clients
 #      refusing at once for FLOOD_SECONDS (30): the server stays up, every call is refused, and
-#      every refusal is on the record (pg_labels.refused_writes, counted past the budget).
+#      every refusal is on the record (pg_labels.refused_writes, counted past the budget);
+#   4. 16 sessions refusing at once: another role's refusal is recorded meanwhile, a parallel
+#      query launches every worker it planned, one recorder at most, every refusal recorded.
 # Needs a cluster with track_commit_timestamp = on (scripts/test.sh starts one). Fails if any
 # violation is found or if a storm did not exercise both outcomes.
 set -euo pipefail
@@ -162,3 +164,95 @@ else
     logged="$logged records (the server log not found: its lines not counted)"
 fi
 echo "concurrency: flood ok ($made refusals, all recorded in $logged, none through)"
+
+# 4. a flood cannot starve anyone: 16 sessions refusing as fast as they can, each refusal its
+#    own transaction, as a writer; meanwhile another role's one refusal is on the record within
+#    seconds, a query planned with 4 parallel workers launches all 4, and the database's
+#    refusals take one background worker at most. Then every refusal of the flood is recorded.
+"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE IF EXISTS $DB" \
+    -c "DROP ROLE IF EXISTS stress_platform, stress_other" -c "CREATE DATABASE $DB"
+"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d $DB "${flood_setup[@]}" \
+    -c "CREATE ROLE stress_other" -c "GRANT USAGE ON SCHEMA pg_labels TO stress_other" \
+    -c "GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO stress_other" \
+    -c "CREATE TABLE big AS SELECT g AS n FROM generate_series(1, 400000) g" \
+    -c "ALTER TABLE big SET (parallel_workers = 4)" -c "ANALYZE big" -c "GRANT SELECT ON big TO stress_other" >/dev/null
+echo "SET ROLE stress_platform; SELECT try_pay(1);" >"$here/.flood16.sql"
+"$PGBIN/pgbench" -n -c 16 -j 2 -T "${FLOOD16_SECONDS:-20}" -f "$here/.flood16.sql" $DB >"$here/.flood16.out" 2>&1 &
+flooding=$!
+# the recorders of the database, sampled as the superuser every fifth of a second while it runs
+( for i in $(seq 1 $(( ${FLOOD16_SECONDS:-20} * 5 - 10 ))); do
+      "$PGBIN/psql" -X -At -d $DB -c "SELECT 'recorders ' || count(*) FROM pg_stat_activity
+          WHERE datname = current_database() AND backend_type = 'pg_labels refusal recorder'" 2>/dev/null
+      sleep 0.2
+  done ) >"$here/.recorders16" &
+sampling=$!
+sleep 4
+during=$("$PGBIN/psql" -X -v ON_ERROR_STOP=1 -d $DB -At <<'SQL'
+-- (the recorders' rows of pg_stat_activity, as the superuser: they are the bootstrap superuser's)
+SELECT 'recorders ' || count(*) FROM pg_stat_activity
+ WHERE datname = current_database() AND backend_type = 'pg_labels refusal recorder';
+SET ROLE stress_other;
+SET max_parallel_workers_per_gather = 4;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT count(*) FROM big;
+SELECT clock_timestamp() AS refused_at \gset
+DO $$
+BEGIN
+  INSERT INTO pg_labels.steps (run_id, kind, tool) VALUES ('f1000000-0000-0000-0000-000000000001', 'tool_called', 'flood.pay');
+EXCEPTION WHEN SQLSTATE '23L02' THEN NULL;
+END $$;
+SELECT 'other recorded ' || pg_labels.refusals_recorded('10 seconds');
+SELECT 'in ' || (extract(epoch FROM clock_timestamp() - :'refused_at') * 1000)::int || ' ms';
+RESET ROLE;
+SELECT 'recorders ' || count(*) FROM pg_stat_activity
+ WHERE datname = current_database() AND backend_type = 'pg_labels refusal recorder';
+SQL
+) || { echo "$during" >&2; kill $flooding 2>/dev/null; exit 1; }
+wait $flooding || { cat "$here/.flood16.out" >&2; exit 1; }
+wait $sampling || true
+during+=$'\n'"$(cat "$here/.recorders16")"
+rm -f "$here/.recorders16"
+grep -E "^(number of transactions|tps)" "$here/.flood16.out" || true
+rm -f "$here/.flood16.sql" "$here/.flood16.out"
+echo "$during" | grep -E "Workers|other recorded|^in "
+echo "recorders seen at once, by sample: $(echo "$during" | sed -n 's/^recorders //p' | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
+out=$("$PGBIN/psql" -X -v ON_ERROR_STOP=1 -d $DB <<'SQL'
+\pset footer off
+DO $$
+BEGIN
+    FOR i IN 1..1200 LOOP
+        EXIT WHEN (SELECT coalesce(sum(count), 0) FROM pg_labels.refused_writes WHERE actor = 'stress_platform') >= (SELECT sum(n) FROM refused);
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+END $$;
+SELECT (SELECT sum(n) FROM refused) AS flood_made,
+       (SELECT coalesce(sum(count), 0) FROM pg_labels.refused_writes WHERE actor = 'stress_platform') AS flood_recorded,
+       (SELECT count(*) FROM pg_labels.refused_writes WHERE actor = 'stress_other') AS other_recorded;
+SQL
+)
+echo "$out"
+quiesce
+"$PGBIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "DROP ROLE IF EXISTS stress_platform, stress_other"
+made=$(field flood_made); recorded=$(field flood_recorded); other=$(field other_recorded)
+planned=$(echo "$during" | sed -n 's/.*Workers Planned: \([0-9]*\).*/\1/p')
+launched=$(echo "$during" | sed -n 's/.*Workers Launched: \([0-9]*\).*/\1/p')
+most=$(echo "$during" | sed -n 's/^recorders \([0-9]*\)$/\1/p' | sort -n | tail -1)
+least_seen=$(echo "$during" | grep -c "^recorders 1$" || true)
+if [ "$planned" != 4 ] || [ "$launched" != 4 ]; then
+    echo "concurrency: FAILED (under a flood of 16 sessions a query planned $planned parallel workers and launched $launched)" >&2
+    exit 1
+fi
+if [ "${most:-9}" -gt 1 ] || [ "$least_seen" -eq 0 ]; then
+    echo "concurrency: FAILED (the flood's refusals took $most background workers at once; a recorder seen in $least_seen samples)" >&2
+    exit 1
+fi
+if ! echo "$during" | grep -q "other recorded true" || [ "$other" != 1 ]; then
+    echo "concurrency: FAILED (another role's refusal was not on the record during the flood: $during; $other records)" >&2
+    exit 1
+fi
+if [ "${made:-0}" -lt 1000 ] || [ "$made" != "$recorded" ]; then
+    echo "concurrency: FAILED (the flood of 16: $made refusals made, $recorded recorded)" >&2
+    exit 1
+fi
+echo "concurrency: flood of 16 ok ($made refusals recorded; parallel query launched 4 of 4 workers; at most $most recorder; $(echo "$during" | sed -n 's/^in //p') for another role's refusal to be on the record)"
