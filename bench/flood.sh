@@ -31,7 +31,8 @@ declare -A config
 for v in 030 031; do
     config[$v]=$(PG_VERSIONS_PREFIX=/opt/pg_labels_flood_$v "$ROOT/scripts/pg_versions.sh" 16)
 done
-(cd "$ROOT" && PG_MAJOR=16 PG_CONFIG=${config[031]} bash -c 'source scripts/lib.sh; ensure_pgrx' )
+# (cargo pgrx builds only for the servers its init names: Debian's 15 and this 16)
+(cd "$ROOT" && cargo pgrx init --pg15 /usr/lib/postgresql/15/bin/pg_config --pg16 "${config[031]}" >/dev/null)
 log "building this tree into ${config[031]}"
 (cd "$ROOT" && cargo pgrx install --release --pg-config "${config[031]}" 2>&1 | grep -E "^error" || true)
 cp "$ROOT"/sql/released/pg_labels--*.sql "$("${config[031]}" --sharedir)/extension/"

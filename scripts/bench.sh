@@ -16,10 +16,14 @@
 #                               and without the trail's hash chain
 #   scripts/bench.sh citus      step inserts through a Citus coordinator and two workers next
 #                               to one node (not part of "all")
-#   scripts/bench.sh flood      a flood of refusals against other roles' allowed writes, this
-#                               tree against release 0.2.0 (which records nothing), each built
-#                               into its own PostgreSQL 16 (bench/flood.sh; FLOOD_ROUNDS,
-#                               FLOOD_SECONDS; not part of "all": ~20 minutes with the builds)
+#   scripts/bench.sh flood      a flood of refusals from 16 sessions against other roles'
+#                               allowed writes, this tree against release 0.3.0 (a worker per
+#                               refusing backend), each built into its own PostgreSQL 16, and
+#                               what one worker writes a second (bench/flood.sh; FLOOD_ROUNDS,
+#                               FLOOD_SECONDS, FLOOD_CLIENTS; not part of "all": ~25 minutes
+#                               with the builds)
+#   scripts/bench.sh shm        /dev/shm with 20 idle sessions that refused once, 0.3.0 against
+#                               this tree, on the servers "flood" built (bench/shm.sh)
 #   scripts/bench.sh purge      removing a month of a 10M-step trail: purge() against DELETE
 #                               (PURGE_STEPS=n for another size; not part of "all": ~10 minutes)
 #   scripts/bench.sh readers    what the index-page reader (src/pg/btree.rs) pays for: single-row
@@ -52,6 +56,9 @@ what=${1:-all}
 if [ "$what" = flood ]; then
     setup
     ROOT=$ROOT exec "$ROOT/bench/flood.sh"
+fi
+if [ "$what" = shm ]; then
+    ROOT=$ROOT exec "$ROOT/bench/shm.sh"
 fi
 
 setup

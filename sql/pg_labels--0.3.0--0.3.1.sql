@@ -115,6 +115,7 @@ AS $$
 DECLARE
     want oid := '@extschema@.labelset'::pg_catalog.regtype;
     got oid;
+    parts regclass[];
     part regclass;
     nsp name;
     rel name;
@@ -130,12 +131,22 @@ BEGIN
             USING ERRCODE = 'datatype_mismatch',
                   HINT = 'pg_labels.protect() guards a table by the labelset column that labels its rows.';
     END IF;
+    -- the table and every partition or child it has now (a query naming a partition is not
+    -- filtered by its parent's policies)
+    parts := ARRAY(WITH RECURSIVE tree (rel) AS (
+                       SELECT tab::oid
+                       UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree t ON i.inhparent = t.rel)
+                   SELECT tree.rel::regclass FROM tree);
     -- The scope each row can be read in, kept in the row: a generated column of storage PLAIN
     -- (never compressed, never out of line), which the policy reads instead of the labels (a
     -- labelset can be stored out of line, and reading it only for the rows a query's own
     -- conditions match would tell which hidden rows match). Made again when it is not the
     -- scope of this column.
-    SELECT CASE WHEN a.attgenerated = 's' THEN pg_catalog.pg_get_expr(d.adbin, d.adrelid) ELSE '' END
+    -- (one of the table's own, generated the same way but of another type or storage, is made
+    -- again too)
+    SELECT CASE WHEN a.attgenerated <> 's' THEN ''
+                WHEN a.atttypid <> '@extschema@.scope'::pg_catalog.regtype OR a.attstorage <> 'p' THEN 'made again'
+                ELSE pg_catalog.pg_get_expr(d.adbin, d.adrelid) END
       INTO generated
       FROM pg_catalog.pg_attribute a
       LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
@@ -153,15 +164,9 @@ BEGIN
         END IF;
         IF generated IS NOT NULL THEN
             -- (the policies that read it go first; they are made again below)
-            FOR part, nsp, rel IN WITH RECURSIVE tree (rel) AS (
-                            SELECT tab::oid
-                            UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree t ON i.inhparent = t.rel)
-                        SELECT c.oid::regclass, n.nspname, c.relname FROM tree
-                          JOIN pg_catalog.pg_class c ON c.oid = tree.rel
-                          JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-            LOOP
+            FOREACH part IN ARRAY parts LOOP
                 IF EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polname = 'pg_labels_visible') THEN
-                    EXECUTE format('DROP POLICY pg_labels_visible ON %I.%I', nsp, rel);
+                    EXECUTE format('DROP POLICY pg_labels_visible ON %s', part); -- %s: a regclass, quoted
                 END IF;
             END LOOP;
             EXECUTE format('ALTER TABLE %s DROP COLUMN pg_labels_scope', tab); -- %s: a regclass, quoted
@@ -172,15 +177,10 @@ BEGIN
         EXECUTE format('COMMENT ON COLUMN %s.pg_labels_scope IS %L', tab, -- %s: a regclass, quoted
                        'Where the row can be read: the deepest scope that can carry ' || col || ' (pg_labels.protect(); the policy reads it)');
     END IF;
-    -- the table and every partition or child it has now (a query naming a partition is not
-    -- filtered by its parent's policies)
-    FOR part, nsp, rel IN WITH RECURSIVE tree (rel) AS (
-                    SELECT tab::oid
-                    UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree t ON i.inhparent = t.rel)
-                SELECT c.oid::regclass, n.nspname, c.relname FROM tree
-                  JOIN pg_catalog.pg_class c ON c.oid = tree.rel
-                  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-    LOOP
+    FOREACH part IN ARRAY parts LOOP
+        SELECT n.nspname, c.relname INTO nsp, rel
+          FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+         WHERE c.oid = part;
         EXECUTE format('ALTER TABLE %I.%I ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY', nsp, rel);
         IF EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid = part AND p.polname = 'pg_labels_visible') THEN
             EXECUTE format('DROP POLICY pg_labels_visible ON %I.%I', nsp, rel);

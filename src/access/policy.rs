@@ -14,7 +14,7 @@
 //! `pg_labels.grants` it is a member of, both fixed by [`settle`] when the query's execution
 //! starts (`pg::executor`), for the rest of the query.
 
-use super::session::{effective, in_force, xact};
+use super::session::{effective, in_force, settle_scope, xact};
 use crate::pg::citus;
 use crate::pg::datum::Name;
 use crate::pg::error::{Error, Result};
@@ -22,7 +22,9 @@ use crate::pg::executor::{in_parallel_worker, is_partition, namespace_of};
 use crate::pg::fmgr::{external_id, ret_bool, Call};
 use crate::pg::heap::{active_head, active_view, is_active_view, View};
 use crate::pg::local::{BackendLocal, IdMap, Scoped};
-use crate::pg::spi::{current_user, is_member, may_insert, role_oid, with_spi, SavedPlan};
+use crate::pg::spi::{
+    bypasses_rls, current_user, is_member, may_insert, role_oid, with_spi, SavedPlan,
+};
 use crate::pg::trigger::platform_schema;
 use crate::platform::relations::relation;
 use crate::sql_function;
@@ -31,6 +33,8 @@ use pgrx::pg_sys::{self, Oid};
 
 #[derive(Default)]
 struct State {
+    /// The platform's tables, and the relations plans read: see [`Known`].
+    known: Option<Known>,
     /// Which tables the roles write, fixed per query: see [`Writes`].
     writes: Vec<Writes>,
     /// Which roles of `pg_labels.grants` the current role is a member of: see [`Members`].
@@ -42,6 +46,7 @@ struct State {
 }
 
 static STATE: BackendLocal<State> = BackendLocal::new(State {
+    known: None,
     writes: Vec::new(),
     members: None,
     answers: None,
@@ -107,16 +112,26 @@ struct Seen {
 const SEEN_KEPT: usize = 1 << 16;
 
 /// A transaction or savepoint ended ([`super::session`]'s callbacks): what its writes showed,
-/// and the privileges it granted or revoked, are not trusted any more.
+/// and the privileges it granted or revoked, are not trusted any more. A savepoint rolled back
+/// inside a running query (a function's exception block) must not make that query's policies
+/// find out for themselves, row by row, what its start fixed: the answers are kept for the
+/// queries running, and only marked to be found again when the next query starts.
 pub(super) fn forget(rolled_back: bool) {
     state(|s| {
         s.seen = None;
         if rolled_back {
-            s.writes.clear();
-            s.members = None;
+            for w in s.writes.iter_mut() {
+                w.view = STALE;
+            }
+            if let Some(m) = &mut s.members {
+                m.view = STALE;
+            }
         }
     });
 }
+
+/// A view no query's start has: what is kept under it is found again at the next one.
+const STALE: (u64, Option<[u64; 3]>) = (0, None);
 
 /// While [`settle`] runs (its own statements start executors too).
 static SETTLING: Scoped<()> = Scoped::new();
@@ -133,35 +148,27 @@ pub fn settle(relations: &[Oid]) -> Result<()> {
         return Ok(());
     };
     let _settling = SETTLING.enter(());
-    effective()?;
-    let mut tables: Vec<Oid> = Vec::new();
-    for &rel in relations {
-        if namespace_of(rel) != ns {
-            continue;
-        }
-        // a partition of the trail is read under the trail's policy
-        let table = if is_partition(rel) {
-            relation(ns, c"steps")
-        } else {
-            rel
-        };
-        if !tables.contains(&table) {
-            tables.push(table);
-        }
-    }
+    settle_scope()?;
+    let generation = crate::pg::inval::generation();
+    let tables = policy_tables(ns, generation, relations);
     if tables.is_empty() {
         return Ok(());
     }
-    let view = (crate::pg::inval::generation(), active_head());
+    let view = (generation, active_head());
     let (xact, role) = (xact(), current_user());
-    let crossings = relation(ns, c"crossings");
+    let (crossings, grants) = state(|s| {
+        s.known
+            .as_ref()
+            .map_or((Oid::INVALID, Oid::INVALID), |k| (k.crossings, k.grants))
+    });
     for &table in &tables {
         let current = state(|s| {
             s.writes
                 .iter()
                 .any(|w| w.xact == xact && w.role == role && w.table == table && w.view == view)
         });
-        if !current {
+        // (a role that bypasses row-level security meets no policy)
+        if !current && !bypasses(generation, role) {
             let writes = if table == crossings {
                 may_write_crossings(ns)?
             } else {
@@ -170,10 +177,92 @@ pub fn settle(relations: &[Oid]) -> Result<()> {
             keep_writes(xact, role, table, view, writes);
         }
     }
-    if tables.contains(&relation(ns, c"grants")) {
+    if tables.contains(&grants) && !bypasses(generation, role) {
         settle_members(xact, role, view)?;
     }
     Ok(())
+}
+
+/// Does `role` bypass row-level security (kept while no invalidation arrived: a role's
+/// attributes are among what [`crate::pg::inval`] counts)?
+fn bypasses(generation: u64, role: Oid) -> bool {
+    let kept = state(|s| {
+        s.known
+            .as_ref()
+            .filter(|k| k.generation == generation)
+            .and_then(|k| k.bypass.iter().find(|b| b.0 == role).map(|b| b.1))
+    });
+    if let Some(b) = kept {
+        return b;
+    }
+    let b = bypasses_rls();
+    state(|s| {
+        if let Some(k) = s.known.as_mut().filter(|k| k.generation == generation) {
+            if k.bypass.len() < KNOWN_RELATIONS {
+                k.bypass.push((role, b));
+            }
+        }
+    });
+    b
+}
+
+/// The platform's tables with policies of their own, as this backend knows them while no
+/// invalidation arrived: the trail (its partitions are read under its policy), crossings and
+/// grants (whose policies differ), and which relations of recent plans are which.
+#[derive(Clone, Default)]
+struct Known {
+    generation: u64,
+    steps: Oid,
+    crossings: Oid,
+    grants: Oid,
+    /// (relation, the platform table whose policy it is read under, or INVALID)
+    relations: Vec<(Oid, Oid)>,
+    /// (role, whether it bypasses row-level security)
+    bypass: Vec<(Oid, bool)>,
+}
+
+/// How many relations [`Known`] keeps.
+const KNOWN_RELATIONS: usize = 64;
+
+/// The platform tables (by their policies) a plan's relations are read under.
+fn policy_tables(ns: Oid, generation: u64, relations: &[Oid]) -> Vec<Oid> {
+    state(|s| {
+        let k = match &mut s.known {
+            Some(k) if k.generation == generation => k,
+            other => other.insert(Known {
+                generation,
+                steps: relation(ns, c"steps"),
+                crossings: relation(ns, c"crossings"),
+                grants: relation(ns, c"grants"),
+                relations: Vec::new(),
+                bypass: Vec::new(),
+            }),
+        };
+        let mut tables: Vec<Oid> = Vec::new();
+        for &rel in relations {
+            let table = match k.relations.iter().find(|(r, _)| *r == rel) {
+                Some(&(_, t)) => t,
+                None => {
+                    let t = if namespace_of(rel) != ns {
+                        Oid::INVALID
+                    } else if is_partition(rel) {
+                        k.steps
+                    } else {
+                        rel
+                    };
+                    if k.relations.len() >= KNOWN_RELATIONS {
+                        k.relations.clear();
+                    }
+                    k.relations.push((rel, t));
+                    t
+                }
+            };
+            if table != Oid::INVALID && !tables.contains(&table) {
+                tables.push(table);
+            }
+        }
+        tables
+    })
 }
 
 fn keep_writes(xact: u64, role: Oid, table: Oid, view: (u64, Option<[u64; 3]>), writes: bool) {

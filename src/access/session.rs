@@ -366,6 +366,17 @@ fn carry(path: Option<&[u8]>) -> Result<()> {
     Ok(())
 }
 
+/// At a query's start: what [`effective`] would find out later, found now, when there is
+/// something to find: a session scope not yet checked in this transaction, or a scope Citus
+/// carries to this node. (Nothing otherwise: a query's start stays cheap.)
+pub(super) fn settle_scope() -> Result<()> {
+    let unchecked = state(|s| s.session.as_ref().is_some_and(|e| e.checked != s.xact));
+    if unchecked || citus::internal_backend() {
+        effective()?;
+    }
+    Ok(())
+}
+
 /// The scope in force for the current role, if any (checking a session scope's grant again
 /// once per transaction).
 pub(super) fn effective() -> Result<Option<Vec<u8>>> {

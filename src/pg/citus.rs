@@ -255,9 +255,21 @@ pub fn internal_backend() -> bool {
 }
 
 /// Is Citus loaded in this backend? Its own setting exists, not a placeholder anyone can make
-/// with `SET citus.propagate_set_commands = ...` before (or without) Citus.
+/// with `SET citus.propagate_set_commands = ...` before (or without) Citus. Citus is loaded
+/// only through `shared_preload_libraries` (it refuses `LOAD`), before any backend runs a
+/// query, so the answer never changes in a backend: found at its first call, and kept.
 pub fn loaded() -> bool {
-    real_setting(c"citus.propagate_set_commands")
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static LOADED: AtomicU8 = AtomicU8::new(0); // 0 not asked yet, 1 no, 2 yes
+    match LOADED.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            let yes = real_setting(c"citus.propagate_set_commands");
+            LOADED.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+            yes
+        }
+    }
 }
 
 /// Does a setting exist, defined by the code that owns it (not a placeholder)?

@@ -38,17 +38,16 @@ pub fn on_start(f: OnStart) {
     }
 }
 
-/// The relations a plan reads: its range table's.
+/// The relations a plan reads: its range table's, into `out`.
 ///
 /// # Safety
 /// `query` is the live `QueryDesc` PostgreSQL passes to `ExecutorStart`.
-unsafe fn relations(query: *mut pg_sys::QueryDesc) -> Vec<Oid> {
-    let mut out = Vec::new();
+unsafe fn relations(query: *mut pg_sys::QueryDesc, out: &mut Vec<Oid>) {
     // SAFETY: (caller) a planned statement's range table: a List of RangeTblEntry pointers.
     unsafe {
         let stmt = (*query).plannedstmt;
         if stmt.is_null() || (*stmt).rtable.is_null() {
-            return out;
+            return;
         }
         let list = (*stmt).rtable;
         for i in 0..(*list).length as usize {
@@ -58,16 +57,21 @@ unsafe fn relations(query: *mut pg_sys::QueryDesc) -> Vec<Oid> {
             }
         }
     }
-    out
 }
+
+/// The list of relations, kept between queries (a nested query's start makes its own).
+static RELATIONS: BackendLocal<Vec<Oid>> = BackendLocal::new(Vec::new());
 
 /// # Safety
 /// Called by PostgreSQL as `ExecutorStart_hook`.
 unsafe extern "C-unwind" fn executor_start(query: *mut pg_sys::QueryDesc, eflags: std::ffi::c_int) {
     if let Some(f) = CALLBACK.with(|c| *c) {
+        let mut list = RELATIONS.with(std::mem::take);
+        list.clear();
         // SAFETY: PostgreSQL's own argument.
-        let relations = unsafe { relations(query) };
-        let out = crate::pg::error::catch(|| f(&relations));
+        unsafe { relations(query, &mut list) };
+        let out = crate::pg::error::catch(|| f(&list));
+        RELATIONS.with(|r| *r = list);
         if let Err(e) = out {
             // SAFETY: the outermost frame of this hook, which owns nothing left to drop.
             unsafe { raise(e) };

@@ -544,6 +544,15 @@ pub fn row_security_on() -> bool {
     unsafe { pg_sys::row_security }
 }
 
+/// Does the current role bypass row-level security (a superuser, or `BYPASSRLS`)?
+pub fn bypasses_rls() -> bool {
+    // SAFETY: reads the current user and its role's attributes (cached by PostgreSQL).
+    unsafe {
+        let user = pg_sys::GetUserId();
+        pg_sys::superuser_arg(user) || pg_sys::has_bypassrls_privilege(user)
+    }
+}
+
 /// Is a transaction in progress (not aborted, not ended): may the catalog be read, may a
 /// lock be taken?
 pub fn in_transaction() -> bool {

@@ -64,6 +64,8 @@ pub struct About {
     /// What the writer claimed (a run's scope, labels and agent; a share's target; a
     /// crossing's scopes): recorded apart from the facts.
     pub attempted: Option<serde_json::Map<String, Value>>,
+    /// Counted with refusals of other runs and tools ([`KEYS_PER_SECOND`]).
+    pub coarse: bool,
 }
 
 /// Tell the innermost running trigger's record what the writer claimed: `key` is `value`.
@@ -163,8 +165,12 @@ fn record_of(e: &Error, about: &About, at: i64) -> Value {
         "rule": d.constraint.as_deref().map(|t| cut(t, NAME_CHARS)),
         "sqlstate": pg_labels_core::sqlstate::text(&d.sqlstate),
         "labels": about.labels.as_deref().map(first_labels),
-        "reason": cut(&d.message, TEXT_CHARS),
-        "detail": d.detail.as_deref().map(|t| cut(t, TEXT_CHARS)),
+        "reason": if about.coarse {
+            cut(&format!("(counted with refusals of other runs and tools) {}", d.message), TEXT_CHARS)
+        } else {
+            cut(&d.message, TEXT_CHARS)
+        },
+        "detail": d.detail.as_deref().filter(|_| !about.coarse).map(|t| cut(t, TEXT_CHARS)),
         "actor": cut(&crate::pg::spi::role_name(crate::pg::spi::acting_for()).unwrap_or_default(), NAME_CHARS),
         "session_actor": cut(&session, NAME_CHARS),
         "xid": xid.map(|x| x.to_string()),
@@ -223,7 +229,20 @@ impl Key {
             sqlstate: d.sqlstate,
         }
     }
+
+    /// The key of refusals alike but for their runs and tools (see [`KEYS_PER_SECOND`]).
+    fn coarse(mut self) -> Key {
+        self.run = None;
+        self.tool = None;
+        self
+    }
 }
+
+/// How many different keys a backend counts in a second; past that (a flood over many runs or
+/// tools, each refusal its own key, so that none would be counted with another), refusals are
+/// counted by who, what and which rule alone ([`Key::coarse`]), in a record that names no run
+/// and is read in the writer's own scope.
+const KEYS_PER_SECOND: usize = 16;
 
 /// A record held back and the refusals it counts.
 struct Counted {
@@ -249,6 +268,8 @@ struct Held {
     index: HashMap<Key, usize>,
     /// The queue's counters this backend counts into in this second, by what they count.
     counters: HashMap<Key, channel::CounterRef>,
+    /// The keys counted in this second (up to [`KEYS_PER_SECOND`]).
+    keys: usize,
 }
 
 static HELD_SLOT: BackendLocal<Option<Held>> = BackendLocal::new(None);
@@ -312,6 +333,7 @@ fn record(e: &Error, mut about: About) {
             h.sent = 0;
             // (the last second's counters are the worker's to close)
             h.counters.clear();
+            h.keys = 0;
         }
         h.sent += 1;
         h.sent > BUDGET
@@ -347,7 +369,20 @@ fn not_recorded(rec: &Value, why: &Error) {
 /// its count (at its next refusal once the second is over, at the end of its transaction,
 /// before it exits). A flood costs a count each, not a record or a line.
 fn count(e: &Error, mut about: About, at: i64) {
-    let key = Key::of(e, &about);
+    let mut key = Key::of(e, &about);
+    let known = HELD.with(|h| h.counters.contains_key(&key) || h.index.contains_key(&key));
+    if !known && HELD.with(|h| h.keys >= KEYS_PER_SECOND) {
+        key = key.coarse();
+        about.run = None;
+        about.run_scope = None;
+        about.tool = None;
+        about.labels = None;
+        about.attempted = None;
+        about.scope = None;
+        about.coarse = true;
+    } else if !known {
+        HELD.with(|h| h.keys += 1);
+    }
     if let Some(c) = HELD.with(|h| h.counters.get(&key).copied()) {
         if channel::count(c, at) {
             return;

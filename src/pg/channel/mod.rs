@@ -21,9 +21,9 @@
 //!   server log and counted in its sender's slot ([`lost`]); a backend that exits waits (up to
 //!   five seconds) until its records are written, and names in the server log those still
 //!   queued then (they stay queued for the worker).
-//! - **Memory**: a backend maps the queue while its records are not yet written, and lets go of
-//!   it at the end of a transaction once they are: an idle backend keeps no shared memory of
-//!   its own.
+//! - **Memory**: one segment per database (about 1.6 MB), shared by every backend that maps
+//!   it; a backend lets go of it at the end of a transaction once its records are written and
+//!   the worker closed the queue. No backend keeps shared memory of its own.
 //!
 //! What a worker does with the records is its caller's ([`Consumer`]); this module knows nothing
 //! of what they mean.
@@ -321,14 +321,15 @@ pub fn drained(timeout_ms: i64) -> bool {
 }
 
 /// At the end of a transaction of this backend's: start a worker if its records wait and none
-/// runs (one may have been free since), or let go of the queue once they are written. Reads
-/// no catalog, takes no lock.
+/// runs (one may have been free since), or let go of the queue once they are written and its
+/// worker has closed it (while the worker runs, the next refusal would map it again at once).
+/// Reads no catalog, takes no lock.
 pub fn nudge() {
     let done = PRODUCER.with(|p| match p.as_mut() {
         None => false,
         Some(p) => {
             if written(p) {
-                true
+                p.segment.header().closed.load(SeqCst) != 0
             } else {
                 ensure_worker(p);
                 false

@@ -225,6 +225,31 @@ SELECT kind, rule, length(tool) AS tool_length, right(tool, 40) AS tool_ends,
  WHERE tool LIKE 'xxx%' OR tool LIKE chr(1) || '%' OR attempted ->> 'agent' LIKE 'aaa%'
  ORDER BY kind, tool_length;
 
+-- 4b. A flood over many runs (each refused opening a new run id: no two alike) is still
+--     counted past the budget: by role, kind and rule, in a record read in the writer's scope
+\c - regress_or_platform
+DO $$
+BEGIN
+  FOR i IN 1..1000 LOOP
+    BEGIN
+      INSERT INTO pg_labels.runs (agent, scope, labels) VALUES ('flood', 'acme/platform', '{company:globex}');
+    EXCEPTION WHEN SQLSTATE '23L01' THEN NULL;
+    END;
+  END LOOP;
+END $$;
+SELECT pg_labels.refusals_recorded() AS recorded;
+\c - postgres
+SELECT sum(count) AS refusals, count(*) < 1000 AS fewer_records,
+       count(*) FILTER (WHERE run_id IS NULL AND reason LIKE '(counted with refusals of other runs and tools)%') > 0 AS counted_by_role_kind_rule
+  FROM pg_labels.refused_writes WHERE kind = 'run' AND attempted ->> 'agent' = 'flood' OR reason LIKE '(counted with%';
+
+-- 4c. protect() remakes a column pg_labels_scope of the table's own that is generated the same
+--     way but not stored inline
+CREATE TABLE regress_or.own (id int, labels labelset, pg_labels_scope scope GENERATED ALWAYS AS (labelset_scope(labels)) STORED);
+SELECT attstorage FROM pg_attribute WHERE attrelid = 'regress_or.own'::regclass AND attname = 'pg_labels_scope';
+SELECT pg_labels.protect('regress_or.own');
+SELECT attstorage FROM pg_attribute WHERE attrelid = 'regress_or.own'::regclass AND attname = 'pg_labels_scope';
+
 -- 5. Retention: a step restored with a time three months back into the present's partition,
 --    with the highest id; purge() of what is older than last month deletes that row alone, and
 --    empties no month the present's steps are in
