@@ -14,8 +14,9 @@
 //!   it is a row of the trail.
 //! - A flood does not flood: past [`BUDGET`] records in a second, a backend's refusals are
 //!   counted per (role, run, kind, tool, rule) and handed over as one record, and one `LOG`
-//!   line, with its count when the second is over (at its next refusal, or the end of its
-//!   transaction, or of the session), never dropped. So are those that find no room in the
+//!   line, with its count when the second is over (in a counter of the queue, which the worker
+//!   writes then; with none free, held in the backend until its first refusal or transaction
+//!   end after that second, or its exit), never dropped. So are those that find no room in the
 //!   queue (their lines written already). One worker per database writes every backend's
 //!   records, and a role's records hold at most a quarter of the queue (`pg::channel`): one
 //!   role's flood neither starves the server's worker slots nor another role's record.
@@ -166,7 +167,7 @@ fn record_of(e: &Error, about: &About, at: i64) -> Value {
         "sqlstate": pg_labels_core::sqlstate::text(&d.sqlstate),
         "labels": about.labels.as_deref().map(first_labels),
         "reason": if about.coarse {
-            cut(&format!("(counted with refusals of other runs and tools) {}", d.message), TEXT_CHARS)
+            cut(&format!("(counted with refusals of other runs) {}", d.message), TEXT_CHARS)
         } else {
             cut(&d.message, TEXT_CHARS)
         },
@@ -230,19 +231,23 @@ impl Key {
         }
     }
 
-    /// The key of refusals alike but for their runs and tools (see [`KEYS_PER_SECOND`]).
-    fn coarse(mut self) -> Key {
+    /// The key of refusals alike but for their runs (`level` 1), and their tools too (2): see
+    /// [`KEYS_PER_SECOND`].
+    fn coarse(mut self, level: usize) -> Key {
         self.run = None;
-        self.tool = None;
+        if level >= 2 {
+            self.tool = None;
+        }
         self
     }
 }
 
-/// How many different keys a backend counts in a second; past that (a flood over many runs or
-/// tools, each refusal its own key, so that none would be counted with another), refusals are
-/// counted by who, what and which rule alone ([`Key::coarse`]), in a record that names no run
-/// and is read in the writer's own scope.
-const KEYS_PER_SECOND: usize = 16;
+/// How many different keys a backend counts in a second at each level; past that (a flood over
+/// many runs or tools, each refusal its own key, so that none would be counted with another),
+/// refusals are counted by who, what, which tool and which rule ([`Key::coarse`], level 1),
+/// then past as many of those by who, what and which rule alone (level 2), in a record that
+/// names no run and is read in the writer's own scope.
+const KEYS_PER_SECOND: usize = 8;
 
 /// A record held back and the refusals it counts.
 struct Counted {
@@ -268,8 +273,10 @@ struct Held {
     index: HashMap<Key, usize>,
     /// The queue's counters this backend counts into in this second, by what they count.
     counters: HashMap<Key, channel::CounterRef>,
-    /// The keys counted in this second (up to [`KEYS_PER_SECOND`]).
-    keys: usize,
+    /// The keys counted in this second at each level (up to [`KEYS_PER_SECOND`] each), and
+    /// the keys seen in it.
+    keys: [usize; 2],
+    seen: std::collections::HashSet<Key>,
 }
 
 static HELD_SLOT: BackendLocal<Option<Held>> = BackendLocal::new(None);
@@ -333,7 +340,8 @@ fn record(e: &Error, mut about: About) {
             h.sent = 0;
             // (the last second's counters are the worker's to close)
             h.counters.clear();
-            h.keys = 0;
+            h.keys = [0, 0];
+            h.seen.clear();
         }
         h.sent += 1;
         h.sent > BUDGET
@@ -370,19 +378,26 @@ fn not_recorded(rec: &Value, why: &Error) {
 /// before it exits). A flood costs a count each, not a record or a line.
 fn count(e: &Error, mut about: About, at: i64) {
     let mut key = Key::of(e, &about);
-    let known = HELD.with(|h| h.counters.contains_key(&key) || h.index.contains_key(&key));
-    if !known && HELD.with(|h| h.keys >= KEYS_PER_SECOND) {
-        key = key.coarse();
+    for level in 1..=2 {
+        if HELD.with(|h| h.seen.contains(&key)) {
+            break;
+        }
+        if HELD.with(|h| h.keys[level - 1] < KEYS_PER_SECOND) {
+            HELD.with(|h| h.keys[level - 1] += 1);
+            break;
+        }
+        key = key.coarse(level);
         about.run = None;
         about.run_scope = None;
-        about.tool = None;
         about.labels = None;
         about.attempted = None;
         about.scope = None;
         about.coarse = true;
-    } else if !known {
-        HELD.with(|h| h.keys += 1);
+        if level >= 2 {
+            about.tool = None;
+        }
     }
+    HELD.with(|h| h.seen.insert(key.clone()));
     if let Some(c) = HELD.with(|h| h.counters.get(&key).copied()) {
         if channel::count(c, at) {
             return;
@@ -641,8 +656,10 @@ unsafe extern "C-unwind" fn xact_callback(
         // a failure here is a WARNING, not an error at the end of a transaction)
         if channel::exists() {
             let out = crate::pg::error::catch(|| {
+                // (counted ones once their second is over: a flood of one refusal a
+                // transaction would otherwise hand over a record a transaction)
                 if HELD.with(|h| !h.counted.is_empty()) {
-                    flush(true, false);
+                    flush(false, false);
                 }
                 channel::nudge();
                 Ok(())

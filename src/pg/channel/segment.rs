@@ -14,7 +14,7 @@ use pgrx::pg_sys;
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::SeqCst};
 
 pub(super) const MAGIC: u64 = 0x706c_5f72_6563_6f72; // "pl_recor"
-pub(super) const VERSION: u32 = 3;
+pub(super) const VERSION: u32 = 4;
 /// The ring's size (one per database).
 pub(super) const RING: u64 = 1024 * 1024;
 /// The largest record an entry holds (a refusal's record is cut to well under it).
@@ -27,10 +27,10 @@ pub(super) const ROLE_SHARE: u64 = RING / 4;
 pub(super) const ENTRY_HEAD: u64 = 4 + 4 + 4 + 4 + 8 + 8;
 /// How many counters the queue has, how many one backend and one role may hold at once, and
 /// the largest record one holds.
-pub const COUNTERS: usize = 64;
-pub(super) const COUNTERS_PER_BACKEND: usize = 8;
-pub(super) const COUNTERS_PER_ROLE: usize = 16;
-pub(super) const COUNTER_BYTES: usize = 8 * 1024 - 48;
+pub const COUNTERS: usize = 256;
+pub(super) const COUNTERS_PER_BACKEND: usize = 24;
+pub(super) const COUNTERS_PER_ROLE: usize = COUNTERS / 4;
+pub(super) const COUNTER_BYTES: usize = 4 * 1024 - 48;
 
 // a counter's states: FREE, CLAIMED (a backend fills it), OPEN (counting), TAKEN (the worker
 // writes it), MOVING (its exiting backend puts it into the ring)

@@ -240,7 +240,7 @@ END $$;
 SELECT pg_labels.refusals_recorded() AS recorded;
 \c - postgres
 SELECT sum(count) AS refusals, count(*) < 1000 AS fewer_records,
-       count(*) FILTER (WHERE run_id IS NULL AND reason LIKE '(counted with refusals of other runs and tools)%') > 0 AS counted_by_role_kind_rule
+       count(*) FILTER (WHERE run_id IS NULL AND reason LIKE '(counted with refusals of other runs)%') > 0 AS counted_by_role_kind_rule
   FROM pg_labels.refused_writes WHERE kind = 'run' AND attempted ->> 'agent' = 'flood' OR reason LIKE '(counted with%';
 
 -- 4c. protect() remakes a column pg_labels_scope of the table's own that is generated the same
