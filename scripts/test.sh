@@ -23,7 +23,7 @@ declare -A REGRESS=(
     [sharing]="sharing"
     [publication]="publication"
     [rls]="rls analyst_queries provenance citus_functions"
-    [security]="hostile_triggers hardening attacks oracles"
+    [security]="hostile_triggers hardening attacks oracles scoped_roles"
 )
 ALL_SUITES=(core pgtest structure types platform sharing publication rls security docs isolation concurrency dump upgrade package client python mcp console fuzz citus)
 

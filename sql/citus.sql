@@ -47,7 +47,8 @@ BEGIN
     ALTER TABLE pg_labels.shares ALTER COLUMN id SET DEFAULT pg_labels.next_share_id();
 
     -- 3. Citus runs no subquery in a policy: the same rules without one (the writers' check is
-    --    made per row; a step and a share are read in the scope kept in the row).
+    --    made per row, and where their grants reach, acts_in(), by the scope of the row's run;
+    --    a step and a share are read in the scope kept in the row).
     FOR r IN SELECT p.polname, c.relname FROM pg_catalog.pg_policy p
                JOIN pg_catalog.pg_class c ON c.oid = p.polrelid
               WHERE c.relnamespace = 'pg_labels'::pg_catalog.regnamespace
@@ -55,7 +56,8 @@ BEGIN
         EXECUTE pg_catalog.format('DROP POLICY %I ON pg_labels.%I', r.polname, r.relname);
     END LOOP;
     CREATE POLICY runs_visible ON pg_labels.runs
-        USING (pg_catalog.has_table_privilege('pg_labels.runs'::pg_catalog.text, 'INSERT')
+        USING ((pg_catalog.has_table_privilege('pg_labels.runs'::pg_catalog.text, 'INSERT')
+                AND pg_labels.acts_in(scope))
                OR pg_labels.visible(labels));
     FOR r IN SELECT c.relname FROM pg_catalog.pg_class c
               WHERE c.oid = 'pg_labels.steps'::pg_catalog.regclass
@@ -63,25 +65,31 @@ BEGIN
                                WHERE inhparent = 'pg_labels.steps'::pg_catalog.regclass)
     LOOP
         EXECUTE pg_catalog.format($p$CREATE POLICY steps_visible ON pg_labels.%I
-            USING (pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.text, 'INSERT')
+            USING ((pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.text, 'INSERT')
+                    AND pg_labels.acts_in(coalesce(run_scope, carried_scope, '*'::@extschema@.scope)))
                    OR pg_labels.visible(@extschema@.labelset(coalesce(carried_scope, '*'::@extschema@.scope))))$p$, r.relname);
     END LOOP;
     CREATE POLICY artifacts_visible ON pg_labels.artifacts
-        USING (pg_catalog.has_table_privilege('pg_labels.artifacts'::pg_catalog.text, 'INSERT')
+        USING ((pg_catalog.has_table_privilege('pg_labels.artifacts'::pg_catalog.text, 'INSERT')
+                AND pg_labels.acts_in(coalesce(run_scope, carried_scope, '*'::@extschema@.scope)))
                OR pg_labels.visible(labels));
     CREATE POLICY shares_visible ON pg_labels.shares
-        USING (pg_catalog.has_table_privilege('pg_labels.shares'::pg_catalog.text, 'INSERT')
+        USING ((pg_catalog.has_table_privilege('pg_labels.shares'::pg_catalog.text, 'INSERT')
+                AND pg_labels.acts_in(coalesce(run_scope, carried_scope, '*'::@extschema@.scope)))
                OR pg_labels.visible(@extschema@.labelset(coalesce(carried_scope, '*'::@extschema@.scope))));
     CREATE POLICY agent_versions_visible ON pg_labels.agent_versions
-        USING (pg_catalog.has_table_privilege('pg_labels.agent_versions'::pg_catalog.text, 'INSERT')
+        USING ((pg_catalog.has_table_privilege('pg_labels.agent_versions'::pg_catalog.text, 'INSERT')
+                AND pg_labels.acts_in(scope))
                OR pg_labels.visible(@extschema@.labelset(scope)));
     CREATE POLICY listeners_visible ON pg_labels.listeners
-        USING (pg_catalog.has_table_privilege('pg_labels.listeners'::pg_catalog.text, 'INSERT')
+        USING ((pg_catalog.has_table_privilege('pg_labels.listeners'::pg_catalog.text, 'INSERT')
+                AND pg_labels.acts_in(scope))
                OR pg_labels.visible(@extschema@.labelset(scope)));
     CREATE POLICY crossings_visible ON pg_labels.crossings
-        USING (pg_catalog.has_function_privilege(
-                   'pg_labels.authorize_crossing(@extschema@.scope, @extschema@.scope, text, timestamptz)', 'EXECUTE')
-               OR pg_catalog.has_function_privilege('pg_labels.revoke_crossing(bigint, text)', 'EXECUTE')
+        USING (((pg_catalog.has_function_privilege(
+                    'pg_labels.authorize_crossing(@extschema@.scope, @extschema@.scope, text, timestamptz)', 'EXECUTE')
+                 OR pg_catalog.has_function_privilege('pg_labels.revoke_crossing(bigint, text)', 'EXECUTE'))
+                AND (pg_labels.acts_in(from_scope) OR pg_labels.acts_in(to_scope)))
                OR pg_labels.visible(@extschema@.labelset(from_scope))
                OR pg_labels.visible(@extschema@.labelset(to_scope)));
     CREATE POLICY grants_visible ON pg_labels.grants

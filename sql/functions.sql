@@ -46,6 +46,23 @@ CREATE FUNCTION pg_labels.tools_change() RETURNS trigger
 COMMENT ON FUNCTION pg_labels.tools_change() IS
     'Before a change to the tool catalog: waits for the decisions in flight (EXCLUSIVE on pg_labels.tools; decisions hold ROW SHARE)';
 
+CREATE FUNCTION pg_labels.granted_scopes() RETURNS TABLE (scope @extschema@.scope)
+AS 'MODULE_PATHNAME', 'pgl_granted_scopes' LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION pg_labels.granted_scopes() IS
+    'The scopes the current role''s grants (its own and those of the roles it is a member of) give it: where it may act';
+CREATE FUNCTION pg_labels.acts_in(scope @extschema@.scope) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_acts_in' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10;
+COMMENT ON FUNCTION pg_labels.acts_in(@extschema@.scope) IS
+    'The current role may act in this scope: a grant of it (or of a role it is a member of) reaches it, or it owns the platform''s tables or is a superuser (the writers'' clause of the policies on Citus)';
+CREATE FUNCTION pg_labels.grants_changed() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'pgl_grants_changed' LANGUAGE C;
+COMMENT ON FUNCTION pg_labels.grants_changed() IS
+    'After a change to pg_labels.grants: every backend finds again where each role may act (its grants'' scopes, which it keeps)';
+CREATE FUNCTION pg_labels.listeners_write() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'pgl_listeners_write' LANGUAGE C;
+COMMENT ON FUNCTION pg_labels.listeners_write() IS
+    'A listener is bound only in a scope the writer''s grants reach';
+
 CREATE FUNCTION pg_labels.agent_versions_insert() RETURNS trigger
     AS 'MODULE_PATHNAME', 'pgl_agent_versions_insert' LANGUAGE C;
 COMMENT ON FUNCTION pg_labels.agent_versions_insert() IS
@@ -139,7 +156,11 @@ COMMENT ON FUNCTION pg_labels.readable(pg_catalog.regclass, @extschema@.labelset
 CREATE FUNCTION pg_labels.readable_in(tab pg_catalog.regclass, scope @extschema@.scope) RETURNS boolean
 AS 'MODULE_PATHNAME', 'pgl_readable_in' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10;
 COMMENT ON FUNCTION pg_labels.readable_in(pg_catalog.regclass, @extschema@.scope) IS
-    'A row of tab that can be read in this scope (its carried_scope) is one the caller sees: a writer of tab (INSERT on it), or the entered scope reaches the scope';
+    'A row of tab that can be read in this scope (its carried_scope, or its scope column) is one the caller sees: the entered scope reaches it, or the caller writes tab (INSERT on it; for crossings EXECUTE on their functions) and its grants reach it';
+CREATE FUNCTION pg_labels.readable_in(tab pg_catalog.regclass, scope @extschema@.scope, run_scope @extschema@.scope) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_readable_in_run' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10;
+COMMENT ON FUNCTION pg_labels.readable_in(pg_catalog.regclass, @extschema@.scope, @extschema@.scope) IS
+    'A row of tab that analysts read in scope and its writers in run_scope (a step, artifact or share: its run''s scope) is one the caller sees: the entered scope reaches scope, or the caller writes tab and its grants reach run_scope';
 -- The policy protect() gives a table: not STRICT, NULL (labels with no scope label) is
 -- readable in any scope entered
 CREATE FUNCTION pg_labels.visible_in(scope @extschema@.scope) RETURNS boolean

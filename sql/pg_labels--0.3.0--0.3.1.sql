@@ -14,7 +14,14 @@
 -- - readers keep reading: a role that may read a view of the schema gets SELECT on each
 --   relation the view reads (0.3.0's refusals reads refused_writes, which the update from
 --   0.2.0 did not grant to the view's readers; approval_points reads tools), recorded as the
---   DBA's so that pg_dump keeps it.
+--   DBA's so that pg_dump keeps it;
+-- - every credential bound to its company (issue 46): writers, approvers and crossing
+--   authorizers act, and writers read, only where their grants in pg_labels.grants reach;
+--   steps, artifacts and shares keep their run's scope (run_scope) where their readable scope
+--   is wider; a change of the grants reaches every backend (grants_changed), listeners are
+--   checked (listeners_write). Nothing changes until the DBA narrows it: every role that writes,
+--   approves or authorizes crossings today is granted * with enters = false (a WARNING
+--   names each): it acts as before and enters no scope it could not enter before.
 
 -- A distributed installation (pg_labels.distribute() on Citus) is not updated by this script,
 -- as it was not from 0.2.0. Refused before anything changes (docs/citus.md).
@@ -64,6 +71,7 @@ ALTER TABLE pg_labels.grants ALTER COLUMN scope SET STORAGE PLAIN;
 UPDATE pg_labels.runs SET labels = labels;
 UPDATE pg_labels.artifacts SET carried_scope = @extschema@.labelset_scope(labels)
  WHERE @extschema@.labelset_scope(labels) IS NOT NULL;
+-- (run_scope after the columns below are made)
 
 -- what a refused write claimed
 ALTER TABLE pg_labels.refused_writes ADD COLUMN attempted jsonb;
@@ -86,12 +94,65 @@ LEFT JOIN pg_labels.runs r ON r.id = w.run_id;
 COMMENT ON COLUMN pg_labels.refusals.attempted IS 'What the refused write claimed (source write): a run''s scope and labels, a share''s target, a crossing''s scopes; a claim, not a fact';
 
 -- the policies: each decides from one scope stored inline in its row
+CREATE FUNCTION pg_labels.readable_in(tab pg_catalog.regclass, scope @extschema@.scope, run_scope @extschema@.scope) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_readable_in_run' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10;
+COMMENT ON FUNCTION pg_labels.readable_in(pg_catalog.regclass, @extschema@.scope, @extschema@.scope) IS
+    'A row of tab that analysts read in scope and its writers in run_scope (a step, artifact or share: its run''s scope) is one the caller sees: the entered scope reaches scope, or the caller writes tab and its grants reach run_scope';
+COMMENT ON FUNCTION pg_labels.readable_in(pg_catalog.regclass, @extschema@.scope) IS
+    'A row of tab that can be read in this scope (its carried_scope, or its scope column) is one the caller sees: the entered scope reaches it, or the caller writes tab (INSERT on it; for crossings EXECUTE on their functions) and its grants reach it';
+
+-- a grant binds where its role acts; one made with enters = false does not let it enter the
+-- scope as an analyst (what this update gives the roles that acted everywhere)
+ALTER TABLE pg_labels.grants ADD COLUMN enters boolean;
+UPDATE pg_labels.grants SET enters = true;
+ALTER TABLE pg_labels.grants ALTER COLUMN enters SET DEFAULT true, ALTER COLUMN enters SET NOT NULL;
+COMMENT ON TABLE pg_labels.grants IS
+    'Where database roles act (and every scope below): a role, or a member of it, writes, reads what it writes, decides approvals and records crossings only where a grant reaches, and may pg_labels.enter_scope() a scope a grant that enters reaches. Written by the DBA';
+COMMENT ON COLUMN pg_labels.grants.scope IS 'Where it acts (and may enter, unless enters is false), with every scope below';
+COMMENT ON COLUMN pg_labels.grants.enters IS
+    'Whether the role may also enter the scope (enter_scope()) and read there as an analyst; false: it only acts there (writes, reads what it writes, decides, records crossings). ALTER EXTENSION UPDATE to 0.3.1 gave * with false to the roles that acted everywhere';
+-- where a step, artifact or share is read by its run's writers, when wider scopes read it
+ALTER TABLE pg_labels.steps ADD COLUMN run_scope @extschema@.scope;
+COMMENT ON COLUMN pg_labels.steps.run_scope IS
+    'Where the run''s writers read the step: its run''s scope, when carried_scope is wider (NULL: the same; set by the database)';
+ALTER TABLE pg_labels.artifacts ADD COLUMN run_scope @extschema@.scope;
+COMMENT ON COLUMN pg_labels.artifacts.run_scope IS
+    'Where its run''s writers read the artifact: its run''s scope, when carried_scope is wider (NULL: the same; set by the database)';
+ALTER TABLE pg_labels.shares ADD COLUMN run_scope @extschema@.scope;
+COMMENT ON COLUMN pg_labels.shares.run_scope IS
+    'Where its artifact''s writers read the share: the scope of the artifact''s run, when carried_scope is wider (NULL: the same; set by the database)';
+ALTER TABLE pg_labels.runs ALTER COLUMN scope SET STORAGE PLAIN;
+ALTER TABLE pg_labels.steps ALTER COLUMN run_scope SET STORAGE PLAIN;
+ALTER TABLE pg_labels.artifacts ALTER COLUMN run_scope SET STORAGE PLAIN;
+ALTER TABLE pg_labels.shares ALTER COLUMN run_scope SET STORAGE PLAIN;
+
 DROP POLICY runs_visible ON pg_labels.runs;
 CREATE POLICY runs_visible ON pg_labels.runs
-    USING (pg_labels.readable_in('pg_labels.runs'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
+    USING (pg_labels.readable_in('pg_labels.runs'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope), scope));
 DROP POLICY artifacts_visible ON pg_labels.artifacts;
 CREATE POLICY artifacts_visible ON pg_labels.artifacts
-    USING (pg_labels.readable_in('pg_labels.artifacts'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
+    USING (pg_labels.readable_in('pg_labels.artifacts'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope),
+                                 coalesce(run_scope, carried_scope, '*'::@extschema@.scope)));
+DROP POLICY shares_visible ON pg_labels.shares;
+CREATE POLICY shares_visible ON pg_labels.shares
+    USING (pg_labels.readable_in('pg_labels.shares'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope),
+                                 coalesce(run_scope, carried_scope, '*'::@extschema@.scope)));
+DO $ring$
+DECLARE
+    part text;
+BEGIN
+    FOR part IN SELECT c.relname FROM pg_catalog.pg_class c
+                 WHERE c.oid = 'pg_labels.steps'::pg_catalog.regclass
+                    OR c.oid IN (SELECT inhrelid FROM pg_catalog.pg_inherits
+                                  WHERE inhparent = 'pg_labels.steps'::pg_catalog.regclass)
+    LOOP
+        EXECUTE pg_catalog.format('DROP POLICY steps_visible ON pg_labels.%I', part);
+        EXECUTE pg_catalog.format($p$CREATE POLICY steps_visible ON pg_labels.%I
+            USING (pg_labels.readable_in('pg_labels.steps'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope),
+                                         coalesce(run_scope, carried_scope, '*'::@extschema@.scope)))$p$, part);
+    END LOOP;
+END
+$ring$;
 DROP POLICY agent_versions_visible ON pg_labels.agent_versions;
 CREATE POLICY agent_versions_visible ON pg_labels.agent_versions
     USING (pg_labels.readable_in('pg_labels.agent_versions'::pg_catalog.regclass, scope));
@@ -225,7 +286,7 @@ BEGIN
                                  WHERE i.inhrelid = pol.polrelid)
     LOOP
         IF (SELECT c.relispartition FROM pg_catalog.pg_class c WHERE c.oid = p.tab) THEN
-            RAISE NOTICE 'pg_labels: % is a partition protected alone: protect its partitioned table to give it the 0.3.1 policy', p.tab;
+            RAISE WARNING 'pg_labels: % is a partition protected alone: protect its partitioned table to give it the 0.3.1 policy', p.tab;
             CONTINUE;
         END IF;
         PERFORM pg_labels.protect(p.tab, p.attname);
@@ -276,8 +337,194 @@ BEGIN
             DELETE FROM pg_catalog.pg_init_privs i
              WHERE i.objoid = g.rel AND i.classoid = 'pg_catalog.pg_class'::pg_catalog.regclass AND i.objsubid = 0;
         END IF;
-        RAISE NOTICE 'pg_labels: SELECT on % granted to %, who reads a view of pg_labels that reads it',
+        RAISE WARNING 'pg_labels: SELECT on % granted to %, who reads a view of pg_labels that reads it',
             g.rel::pg_catalog.regclass, CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(g.grantee)::text END;
     END LOOP;
 END
 $readers$;
+
+-- Every credential bound to its company. The grants' changes reach every backend, listeners
+-- are checked, and the rows written before the update keep their run's scope where a wider
+-- scope reads them (only a superuser's session may fill these columns from NULL).
+CREATE FUNCTION pg_labels.acts_in(scope @extschema@.scope) RETURNS boolean
+AS 'MODULE_PATHNAME', 'pgl_acts_in' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED COST 10;
+COMMENT ON FUNCTION pg_labels.acts_in(@extschema@.scope) IS
+    'The current role may act in this scope: a grant of it (or of a role it is a member of) reaches it, or it owns the platform''s tables or is a superuser (the writers'' clause of the policies on Citus)';
+CREATE FUNCTION pg_labels.granted_scopes() RETURNS TABLE (scope @extschema@.scope)
+AS 'MODULE_PATHNAME', 'pgl_granted_scopes' LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION pg_labels.granted_scopes() IS
+    'The scopes the current role''s grants (its own and those of the roles it is a member of) give it: where it may act';
+CREATE FUNCTION pg_labels.grants_changed() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'pgl_grants_changed' LANGUAGE C;
+COMMENT ON FUNCTION pg_labels.grants_changed() IS
+    'After a change to pg_labels.grants: every backend finds again where each role may act (its grants'' scopes, which it keeps)';
+CREATE FUNCTION pg_labels.listeners_write() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'pgl_listeners_write' LANGUAGE C;
+COMMENT ON FUNCTION pg_labels.listeners_write() IS
+    'A listener is bound only in a scope the writer''s grants reach';
+CREATE TRIGGER listeners_write BEFORE INSERT OR UPDATE ON pg_labels.listeners
+    FOR EACH ROW EXECUTE FUNCTION pg_labels.listeners_write();
+CREATE TRIGGER grants_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pg_labels.grants
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.grants_changed();
+ALTER TABLE pg_labels.grants ENABLE ALWAYS TRIGGER grants_changed;
+UPDATE pg_labels.steps s SET run_scope = r.scope
+  FROM pg_labels.runs r
+ WHERE r.id = s.run_id AND s.run_scope IS NULL AND s.carried_scope IS DISTINCT FROM r.scope;
+UPDATE pg_labels.artifacts a SET run_scope = r.scope
+  FROM pg_labels.runs r
+ WHERE r.id = a.origin_run AND a.run_scope IS NULL AND a.carried_scope IS DISTINCT FROM r.scope;
+UPDATE pg_labels.shares sh SET run_scope = r.scope
+  FROM pg_labels.artifacts a JOIN pg_labels.runs r ON r.id = a.origin_run
+ WHERE a.id = sh.artifact_id AND sh.run_scope IS NULL AND sh.carried_scope IS DISTINCT FROM r.scope;
+
+-- distribute(): on a Citus cluster, a writer reads where its grants reach (acts_in())
+CREATE OR REPLACE FUNCTION pg_labels.distribute(shard_count int DEFAULT 32) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET client_min_messages = warning
+AS $distribute$
+DECLARE
+    r record;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+        RAISE EXCEPTION 'pg_labels.distribute() needs Citus'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Run it on a Citus coordinator (shared_preload_libraries = ''citus'', CREATE EXTENSION citus).';
+    END IF;
+    IF NOT pg_catalog.citus_is_coordinator() THEN
+        RAISE EXCEPTION 'pg_labels.distribute() runs on the Citus coordinator' USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF pg_catalog.current_setting('citus.enable_unsafe_triggers') <> 'on' THEN
+        RAISE EXCEPTION 'pg_labels.distribute() needs citus.enable_unsafe_triggers = on'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'The platform''s tables are guarded by triggers, which Citus runs on their shards only with this setting.',
+                  HINT = 'ALTER SYSTEM SET citus.enable_unsafe_triggers = on on every node, and reload.';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = 'pg_labels.runs'::pg_catalog.regclass) THEN
+        RAISE NOTICE 'pg_labels is distributed already';
+        RETURN;
+    END IF;
+
+    -- 1. The tables leave the extension: Citus manages them from now on (it cannot manage an
+    --    extension's tables). The functions, types and views stay the extension's.
+    FOR r IN SELECT c.relname FROM pg_catalog.pg_class c
+              WHERE c.relnamespace = 'pg_labels'::pg_catalog.regnamespace AND c.relkind IN ('r', 'p')
+                AND EXISTS (SELECT FROM pg_catalog.pg_depend d
+                             WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid
+                               AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND d.deptype = 'e')
+    LOOP
+        EXECUTE pg_catalog.format('ALTER EXTENSION pg_labels DROP TABLE pg_labels.%I', r.relname);
+    END LOOP;
+
+    -- 2. A unique key of a distributed table holds its distribution column.
+    ALTER TABLE pg_labels.steps DROP CONSTRAINT steps_pkey;
+    ALTER TABLE pg_labels.steps ADD PRIMARY KEY (run_id, id, slot);
+    CREATE INDEX steps_id_idx ON pg_labels.steps (id);
+    -- a reference table's row is written on every node: its id is taken once, where the
+    -- statement enters the cluster (Citus evaluates a default there)
+    ALTER TABLE pg_labels.shares ALTER COLUMN id SET DEFAULT pg_labels.next_share_id();
+
+    -- 3. Citus runs no subquery in a policy: the same rules without one (the writers' check is
+    --    made per row, and where their grants reach, acts_in(), by the scope of the row's run;
+    --    a step and a share are read in the scope kept in the row).
+    FOR r IN SELECT p.polname, c.relname FROM pg_catalog.pg_policy p
+               JOIN pg_catalog.pg_class c ON c.oid = p.polrelid
+              WHERE c.relnamespace = 'pg_labels'::pg_catalog.regnamespace
+    LOOP
+        EXECUTE pg_catalog.format('DROP POLICY %I ON pg_labels.%I', r.polname, r.relname);
+    END LOOP;
+    CREATE POLICY runs_visible ON pg_labels.runs
+        USING ((pg_catalog.has_table_privilege('pg_labels.runs'::pg_catalog.text, 'INSERT')
+                AND pg_labels.acts_in(scope))
+               OR pg_labels.visible(labels));
+    FOR r IN SELECT c.relname FROM pg_catalog.pg_class c
+              WHERE c.oid = 'pg_labels.steps'::pg_catalog.regclass
+                 OR c.oid IN (SELECT inhrelid FROM pg_catalog.pg_inherits
+                               WHERE inhparent = 'pg_labels.steps'::pg_catalog.regclass)
+    LOOP
+        EXECUTE pg_catalog.format($p$CREATE POLICY steps_visible ON pg_labels.%I
+            USING ((pg_catalog.has_table_privilege('pg_labels.steps'::pg_catalog.text, 'INSERT')
+                    AND pg_labels.acts_in(coalesce(run_scope, carried_scope, '*'::@extschema@.scope)))
+                   OR pg_labels.visible(@extschema@.labelset(coalesce(carried_scope, '*'::@extschema@.scope))))$p$, r.relname);
+    END LOOP;
+    CREATE POLICY artifacts_visible ON pg_labels.artifacts
+        USING ((pg_catalog.has_table_privilege('pg_labels.artifacts'::pg_catalog.text, 'INSERT')
+                AND pg_labels.acts_in(coalesce(run_scope, carried_scope, '*'::@extschema@.scope)))
+               OR pg_labels.visible(labels));
+    CREATE POLICY shares_visible ON pg_labels.shares
+        USING ((pg_catalog.has_table_privilege('pg_labels.shares'::pg_catalog.text, 'INSERT')
+                AND pg_labels.acts_in(coalesce(run_scope, carried_scope, '*'::@extschema@.scope)))
+               OR pg_labels.visible(@extschema@.labelset(coalesce(carried_scope, '*'::@extschema@.scope))));
+    CREATE POLICY agent_versions_visible ON pg_labels.agent_versions
+        USING ((pg_catalog.has_table_privilege('pg_labels.agent_versions'::pg_catalog.text, 'INSERT')
+                AND pg_labels.acts_in(scope))
+               OR pg_labels.visible(@extschema@.labelset(scope)));
+    CREATE POLICY listeners_visible ON pg_labels.listeners
+        USING ((pg_catalog.has_table_privilege('pg_labels.listeners'::pg_catalog.text, 'INSERT')
+                AND pg_labels.acts_in(scope))
+               OR pg_labels.visible(@extschema@.labelset(scope)));
+    CREATE POLICY crossings_visible ON pg_labels.crossings
+        USING (((pg_catalog.has_function_privilege(
+                    'pg_labels.authorize_crossing(@extschema@.scope, @extschema@.scope, text, timestamptz)', 'EXECUTE')
+                 OR pg_catalog.has_function_privilege('pg_labels.revoke_crossing(bigint, text)', 'EXECUTE'))
+                AND (pg_labels.acts_in(from_scope) OR pg_labels.acts_in(to_scope)))
+               OR pg_labels.visible(@extschema@.labelset(from_scope))
+               OR pg_labels.visible(@extschema@.labelset(to_scope)));
+    CREATE POLICY grants_visible ON pg_labels.grants
+        USING (pg_catalog.has_table_privilege('pg_labels.grants'::pg_catalog.text, 'INSERT')
+               OR pg_labels.member_of(role) OR pg_labels.visible(@extschema@.labelset(scope)));
+
+    -- 4. The key an entered scope is sealed with for the workers, for the role that entered it
+    --    (README, Scaling out with Citus): random, read by the tables' owner only.
+    CREATE TABLE pg_labels.carry_key (key bytea NOT NULL);
+    COMMENT ON TABLE pg_labels.carry_key IS
+        'The key of the HMAC that binds a scope carried to the workers to the role that entered it (made by pg_labels.distribute(); only the tables'' owner reads it)';
+    INSERT INTO pg_labels.carry_key (key)
+    SELECT pg_catalog.decode(pg_catalog.replace(pg_catalog.gen_random_uuid()::text || pg_catalog.gen_random_uuid()::text,
+                                                '-', ''), 'hex');
+    REVOKE ALL ON pg_labels.carry_key FROM PUBLIC;
+
+    -- 5. The catalogs on every node; runs and the trail spread by run, each run's steps with it.
+    PERFORM pg_catalog.create_reference_table(t)
+       FROM pg_catalog.unnest(ARRAY['pg_labels.tools', 'pg_labels.grants', 'pg_labels.listeners',
+                                    'pg_labels.agent_versions', 'pg_labels.crossings',
+                                    'pg_labels.artifacts', 'pg_labels.shares',
+                                    'pg_labels.carry_key']::pg_catalog.regclass[]) t;
+    PERFORM pg_catalog.create_distributed_table('pg_labels.runs', 'id', shard_count => shard_count);
+    PERFORM pg_catalog.create_distributed_table('pg_labels.steps', 'run_id', colocate_with => 'pg_labels.runs');
+END
+$distribute$;
+
+-- Nothing changes until the DBA narrows it: every role that writes the platform's tables,
+-- decides approvals or records crossings today (a privilege granted to it by name) may act
+-- everywhere, as before. Narrow it as docs/operations.md shows.
+DO $everywhere$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN WITH acting AS (
+                 SELECT a.grantee
+                   FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+                  WHERE c.relnamespace = 'pg_labels'::pg_catalog.regnamespace
+                    AND c.relname IN ('runs', 'steps', 'artifacts', 'shares', 'agent_versions', 'listeners')
+                    AND a.privilege_type = 'INSERT' AND a.grantee <> c.relowner
+                 UNION
+                 SELECT a.grantee
+                   FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+                  WHERE p.pronamespace = 'pg_labels'::pg_catalog.regnamespace
+                    AND p.proname IN ('decide_approval', 'authorize_crossing', 'revoke_crossing')
+                    AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
+             )
+             SELECT DISTINCT pg_catalog.pg_get_userbyid(grantee) AS role, grantee = 0 AS public
+               FROM acting
+              ORDER BY 1
+    LOOP
+        IF r.public THEN
+            RAISE WARNING 'pg_labels: PUBLIC may write the platform''s tables, decide approvals or record crossings: a role acts only where pg_labels.grants reaches now; grant the roles that should';
+            CONTINUE;
+        END IF;
+        INSERT INTO pg_labels.grants (role, scope, enters) VALUES (r.role, '*', false) ON CONFLICT DO NOTHING;
+        RAISE WARNING 'pg_labels: role % writes, approves or records crossings: granted * (every company) in pg_labels.grants, as it acted before (enters = false: it enters no scope it could not enter before); narrow it (docs/operations.md)', r.role;
+    END LOOP;
+END
+$everywhere$;

@@ -81,14 +81,17 @@ CREATE TABLE pg_labels.grants (
     scope @extschema@.scope NOT NULL,
     granted_by text NOT NULL DEFAULT current_user,
     created_at timestamptz NOT NULL DEFAULT now(),
+    enters boolean NOT NULL DEFAULT true,
     PRIMARY KEY (role, scope)
 );
 COMMENT ON TABLE pg_labels.grants IS
-    'Which database roles may enter which scopes (and every scope below): a role, or a member of it, may pg_labels.enter_scope() a scope a grant reaches. Written by the DBA';
+    'Where database roles act (and every scope below): a role, or a member of it, writes, reads what it writes, decides approvals and records crossings only where a grant reaches, and may pg_labels.enter_scope() a scope a grant that enters reaches. Written by the DBA';
 COMMENT ON COLUMN pg_labels.grants.role IS 'The role (its members too)';
-COMMENT ON COLUMN pg_labels.grants.scope IS 'The scope it may enter, with every scope below';
+COMMENT ON COLUMN pg_labels.grants.scope IS 'Where it acts (and may enter, unless enters is false), with every scope below';
 COMMENT ON COLUMN pg_labels.grants.granted_by IS 'Who granted it';
 COMMENT ON COLUMN pg_labels.grants.created_at IS 'When';
+COMMENT ON COLUMN pg_labels.grants.enters IS
+    'Whether the role may also enter the scope (enter_scope()) and read there as an analyst; false: it only acts there (writes, reads what it writes, decides, records crossings). ALTER EXTENSION UPDATE to 0.3.1 gave * with false to the roles that acted everywhere';
 
 ----------------------------------------------------------------------------------------
 -- Published agents
@@ -186,6 +189,7 @@ CREATE TABLE pg_labels.steps (
     prev_hash bytea,
     hash bytea,
     carried_scope @extschema@.scope,
+    run_scope @extschema@.scope,
     PRIMARY KEY (id, slot)
 ) PARTITION BY LIST (slot);
 COMMENT ON TABLE pg_labels.steps IS
@@ -218,6 +222,8 @@ COMMENT ON COLUMN pg_labels.steps.prev_hash IS 'The hash of the step before it i
 COMMENT ON COLUMN pg_labels.steps.hash IS 'SHA-256 of prev_hash and the step''s canonical content: its run''s hash chain (set by the database; see verify())';
 COMMENT ON COLUMN pg_labels.steps.carried_scope IS
     'Where the step can be read: the deepest scope that can carry what its run carried once the step was written (its labels with the run''s); an analyst sees the step when the entered scope reaches it (set by the database)';
+COMMENT ON COLUMN pg_labels.steps.run_scope IS
+    'Where the run''s writers read the step: its run''s scope, when carried_scope is wider (NULL: the same; set by the database)';
 ALTER SEQUENCE pg_labels.steps_id_seq OWNED BY pg_labels.steps.id;
 CREATE INDEX steps_created_at_idx ON pg_labels.steps (created_at);
 CREATE INDEX steps_run_idx ON pg_labels.steps (run_id, id);
@@ -283,7 +289,8 @@ CREATE TABLE pg_labels.artifacts (
     description text,
     actor text NOT NULL DEFAULT current_user,
     created_at timestamptz NOT NULL DEFAULT now(),
-    carried_scope @extschema@.scope
+    carried_scope @extschema@.scope,
+    run_scope @extschema@.scope
 );
 COMMENT ON TABLE pg_labels.artifacts IS
     'Context shared by reference: the content stays where it is; its digest, origin run and labels are recorded here. Labels are at least what the origin run carried when the artifact was made';
@@ -296,6 +303,8 @@ COMMENT ON COLUMN pg_labels.artifacts.actor IS 'The role that made it (set by th
 COMMENT ON COLUMN pg_labels.artifacts.created_at IS 'When (set by the database)';
 COMMENT ON COLUMN pg_labels.artifacts.carried_scope IS
     'Where the artifact can be read: the deepest scope that can carry its labels; an analyst sees it when the entered scope reaches it (set by the database, kept inline: the policy reads it, never the labels)';
+COMMENT ON COLUMN pg_labels.artifacts.run_scope IS
+    'Where its run''s writers read the artifact: its run''s scope, when carried_scope is wider (NULL: the same; set by the database)';
 CREATE INDEX artifacts_origin_run_idx ON pg_labels.artifacts (origin_run);
 CREATE INDEX artifacts_labels_idx ON pg_labels.artifacts USING gin (labels);
 CREATE INDEX artifacts_digest_idx ON pg_labels.artifacts (digest);
@@ -308,7 +317,8 @@ CREATE TABLE pg_labels.shares (
     crossing_id bigint,
     actor text NOT NULL DEFAULT current_user,
     created_at timestamptz NOT NULL DEFAULT now(),
-    carried_scope @extschema@.scope
+    carried_scope @extschema@.scope,
+    run_scope @extschema@.scope
 );
 COMMENT ON TABLE pg_labels.shares IS
     'An artifact offered to the runs of a scope (to_scope and its sub-areas), or to one run (to_run; to_scope is then that run''s scope). Refused (data_barrier) unless to_scope can carry the artifact''s labels or an active crossing covers the rest';
@@ -321,6 +331,8 @@ COMMENT ON COLUMN pg_labels.shares.actor IS 'The role that shared it (set by the
 COMMENT ON COLUMN pg_labels.shares.created_at IS 'When (set by the database)';
 COMMENT ON COLUMN pg_labels.shares.carried_scope IS
     'Where the share can be read: the deepest scope that can carry its artifact''s labels; an analyst sees the share when the entered scope reaches it (set by the database)';
+COMMENT ON COLUMN pg_labels.shares.run_scope IS
+    'Where its artifact''s writers read the share: the scope of the artifact''s run, when carried_scope is wider (NULL: the same; set by the database)';
 ALTER SEQUENCE pg_labels.shares_id_seq OWNED BY pg_labels.shares.id;
 CREATE INDEX shares_artifact_idx ON pg_labels.shares (artifact_id);
 CREATE INDEX shares_to_run_idx ON pg_labels.shares (to_run) WHERE to_run IS NOT NULL;
@@ -419,6 +431,12 @@ CREATE TRIGGER refused_writes_append_only BEFORE UPDATE OR DELETE ON pg_labels.r
     FOR EACH ROW EXECUTE FUNCTION pg_labels.append_only();
 CREATE TRIGGER refused_writes_no_truncate BEFORE TRUNCATE ON pg_labels.refused_writes
     FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only();
+CREATE TRIGGER listeners_write BEFORE INSERT OR UPDATE ON pg_labels.listeners
+    FOR EACH ROW EXECUTE FUNCTION pg_labels.listeners_write();
+CREATE TRIGGER grants_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pg_labels.grants
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.grants_changed();
+-- also in replica mode (a restore, a superuser's session): backends find the grants again
+ALTER TABLE pg_labels.grants ENABLE ALWAYS TRIGGER grants_changed;
 CREATE TRIGGER tools_change BEFORE UPDATE OR DELETE ON pg_labels.tools
     FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.tools_change();
 -- also in replica mode (a restore, a superuser's session): backends forget the tools they kept
@@ -434,14 +452,15 @@ ALTER TABLE pg_labels.tools ENABLE ALWAYS TRIGGER tools_change;
 -- in its row (storage PLAIN: never compressed, never out of line) and from what was fixed
 -- when the query started (src/access/policy.rs): none reads another row, a TOAST value or a
 -- catalog per row, so which hidden rows a query's conditions match shows in no counter. A role
--- that may write a table (INSERT, or EXECUTE on the crossing functions) reads all of it. The
--- triggers work as the tables' owner without forced security, as foreign-key checks do. The
--- tool catalog is global.
+-- that may write a table (INSERT, or EXECUTE on the crossing functions) reads its rows where
+-- its grants reach (a step, artifact or share in its run's scope: run_scope, kept when it
+-- differs from carried_scope; a run in its own scope). The triggers work as the tables' owner
+-- without forced security, as foreign-key checks do. The tool catalog is global.
 ----------------------------------------------------------------------------------------
-ALTER TABLE pg_labels.runs ALTER COLUMN carried_scope SET STORAGE PLAIN;
-ALTER TABLE pg_labels.steps ALTER COLUMN carried_scope SET STORAGE PLAIN;
-ALTER TABLE pg_labels.artifacts ALTER COLUMN carried_scope SET STORAGE PLAIN;
-ALTER TABLE pg_labels.shares ALTER COLUMN carried_scope SET STORAGE PLAIN;
+ALTER TABLE pg_labels.runs ALTER COLUMN carried_scope SET STORAGE PLAIN, ALTER COLUMN scope SET STORAGE PLAIN;
+ALTER TABLE pg_labels.steps ALTER COLUMN carried_scope SET STORAGE PLAIN, ALTER COLUMN run_scope SET STORAGE PLAIN;
+ALTER TABLE pg_labels.artifacts ALTER COLUMN carried_scope SET STORAGE PLAIN, ALTER COLUMN run_scope SET STORAGE PLAIN;
+ALTER TABLE pg_labels.shares ALTER COLUMN carried_scope SET STORAGE PLAIN, ALTER COLUMN run_scope SET STORAGE PLAIN;
 ALTER TABLE pg_labels.refused_writes ALTER COLUMN carried_scope SET STORAGE PLAIN;
 ALTER TABLE pg_labels.agent_versions ALTER COLUMN scope SET STORAGE PLAIN;
 ALTER TABLE pg_labels.listeners ALTER COLUMN scope SET STORAGE PLAIN;
@@ -457,13 +476,16 @@ ALTER TABLE pg_labels.crossings ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECUR
 ALTER TABLE pg_labels.grants ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
 ALTER TABLE pg_labels.refused_writes ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
 CREATE POLICY runs_visible ON pg_labels.runs
-    USING (pg_labels.readable_in('pg_labels.runs'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
+    USING (pg_labels.readable_in('pg_labels.runs'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope), scope));
 CREATE POLICY steps_visible ON pg_labels.steps
-    USING (pg_labels.readable_in('pg_labels.steps'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
+    USING (pg_labels.readable_in('pg_labels.steps'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope),
+                                 coalesce(run_scope, carried_scope, '*'::@extschema@.scope)));
 CREATE POLICY artifacts_visible ON pg_labels.artifacts
-    USING (pg_labels.readable_in('pg_labels.artifacts'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
+    USING (pg_labels.readable_in('pg_labels.artifacts'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope),
+                                 coalesce(run_scope, carried_scope, '*'::@extschema@.scope)));
 CREATE POLICY shares_visible ON pg_labels.shares
-    USING (pg_labels.readable_in('pg_labels.shares'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
+    USING (pg_labels.readable_in('pg_labels.shares'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope),
+                                 coalesce(run_scope, carried_scope, '*'::@extschema@.scope)));
 CREATE POLICY refused_writes_visible ON pg_labels.refused_writes
     USING (pg_labels.readable_in('pg_labels.refused_writes'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)));
 CREATE POLICY agent_versions_visible ON pg_labels.agent_versions
@@ -488,7 +510,8 @@ BEGIN
     FOR part IN SELECT 'steps_' || lpad(s::text, 2, '0') FROM generate_series(0, 23) s LOOP
         EXECUTE format('ALTER TABLE pg_labels.%I ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY', part);
         EXECUTE format($p$CREATE POLICY steps_visible ON pg_labels.%I
-            USING (pg_labels.readable_in('pg_labels.steps'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope)))$p$, part);
+            USING (pg_labels.readable_in('pg_labels.steps'::pg_catalog.regclass, coalesce(carried_scope, '*'::@extschema@.scope),
+                                         coalesce(run_scope, carried_scope, '*'::@extschema@.scope)))$p$, part);
         EXECUTE format('CREATE TRIGGER steps_no_truncate BEFORE TRUNCATE ON pg_labels.%I FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.append_only()', part);
     END LOOP;
 END
@@ -504,18 +527,19 @@ SELECT s.id, s.run_id, r.scope AS run_scope, r.agent, r.agent_version, s.kind, s
 FROM pg_labels.steps s
 JOIN pg_labels.runs r ON r.id = s.run_id;
 COMMENT ON VIEW pg_labels.trail IS 'Every step with its run''s scope and agent, ready to read';
--- the view's columns say what the table's say (the steps' own, and three of the run's)
+-- the view's columns say what the table's say (the steps' own, and three of the run's: its
+-- run_scope is the run's scope, not the steps' column of that name)
 DO $comments$
 DECLARE
     c record;
 BEGIN
     FOR c IN SELECT a.attname, coalesce(
-                 pg_catalog.col_description('pg_labels.steps'::pg_catalog.regclass,
-                     (SELECT attnum FROM pg_catalog.pg_attribute
-                       WHERE attrelid = 'pg_labels.steps'::pg_catalog.regclass AND attname = a.attname)),
                  CASE a.attname WHEN 'run_scope' THEN 'The run''s scope'
                                 WHEN 'agent' THEN 'The run''s agent'
-                                WHEN 'agent_version' THEN 'The published version the run runs, if any' END) AS text
+                                WHEN 'agent_version' THEN 'The published version the run runs, if any' END,
+                 pg_catalog.col_description('pg_labels.steps'::pg_catalog.regclass,
+                     (SELECT attnum FROM pg_catalog.pg_attribute
+                       WHERE attrelid = 'pg_labels.steps'::pg_catalog.regclass AND attname = a.attname))) AS text
                FROM pg_catalog.pg_attribute a
               WHERE a.attrelid = 'pg_labels.trail'::pg_catalog.regclass AND a.attnum > 0
     LOOP

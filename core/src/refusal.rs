@@ -78,7 +78,7 @@ pub struct CheckSpec {
 }
 
 /// The checks, by the constraint name each refusal carries.
-pub const CHECKS: [CheckSpec; 22] = [
+pub const CHECKS: [CheckSpec; 24] = [
     check(
         "steps_run_id_fkey",
         sqlstate::FOREIGN_KEY_VIOLATION,
@@ -131,6 +131,11 @@ pub const CHECKS: [CheckSpec; 22] = [
         "runs",
     ),
     check(
+        "listeners_written_by_database",
+        sqlstate::GENERATED_ALWAYS,
+        "listeners",
+    ),
+    check(
         "artifacts_digest_check",
         sqlstate::CHECK_VIOLATION,
         "artifacts",
@@ -168,6 +173,11 @@ pub const CHECKS: [CheckSpec; 22] = [
         "text_not_utf8",
         sqlstate::CHARACTER_NOT_IN_REPERTOIRE,
         "steps",
+    ),
+    check(
+        "scope_not_granted",
+        sqlstate::INSUFFICIENT_PRIVILEGE,
+        "grants",
     ),
 ];
 
@@ -533,10 +543,10 @@ pub fn read_without_artifact() -> Refusal {
 
 /// A column of the trail that is the database's (its id, time or writer), given by a writer.
 pub fn written_by_database(table: &'static str, column: &str, why: &str) -> Refusal {
-    let constraint = if table == "runs" {
-        "runs_written_by_database"
-    } else {
-        "steps_written_by_database"
+    let constraint = match table {
+        "runs" => "runs_written_by_database",
+        "listeners" => "listeners_written_by_database",
+        _ => "steps_written_by_database",
     };
     Refusal::check(
         constraint,
@@ -965,6 +975,27 @@ pub fn publication_refused(who: &str, first: &str, reached: &[String], more: usi
 // ------------------------------------------------------------------------------------------
 
 /// `enter_scope()` of a scope no grant of the role reaches.
+/// A role acting (writing, deciding, authorizing) in a scope no grant of its reaches. `act`
+/// says what it tried, e.g. "open a run", "publish a version", "authorize a crossing".
+pub fn act_not_granted(role: &str, act: &str, target: &[u8]) -> Refusal {
+    let text = scope::to_text(target);
+    Refusal::check(
+        "scope_not_granted",
+        format!("permission denied: role {role} may not {act} in scope {text}"),
+    )
+    .detail(format!("No grant in pg_labels.grants gives role {role}, or a role it is a member of, a scope reaching {text}: a role acts only where its grants reach."))
+    .hint(format!("A DBA grants it, if it is to act there: INSERT INTO pg_labels.grants (role, scope) VALUES ('{}', '{text}');", role.replace('\'', "''")))
+}
+
+/// A writer publishing a version of an agent published where its grants do not reach.
+pub fn agent_not_granted(role: &str, agent: &str) -> Refusal {
+    Refusal::check(
+        "scope_not_granted",
+        format!("permission denied: role {role} may not publish a version of agent {agent}"),
+    )
+    .detail(format!("Agent {agent} has versions published in a scope no grant of role {role} reaches: an agent's versions are published by the roles of its own company."))
+}
+
 pub fn scope_not_granted(role: &str, target: &[u8]) -> Refusal {
     let text = scope::to_text(target);
     Refusal::plain(
@@ -973,7 +1004,7 @@ pub fn scope_not_granted(role: &str, target: &[u8]) -> Refusal {
         format!("permission denied to enter scope {text}"),
     )
     .detail(format!("No grant in pg_labels.grants gives role {role}, or a role it is a member of, a scope reaching {text}."))
-    .hint(format!("A DBA grants it: INSERT INTO pg_labels.grants (role, scope) VALUES ('{role}', '{text}');"))
+    .hint(format!("A DBA grants it: INSERT INTO pg_labels.grants (role, scope) VALUES ('{}', '{text}');", role.replace('\'', "''")))
 }
 
 #[cfg(test)]

@@ -26,15 +26,19 @@ use crate::pg::spi::{
     bypasses_rls, current_user, is_member, may_insert, role_oid, with_spi, SavedPlan,
 };
 use crate::pg::trigger::platform_schema;
+use crate::platform::grants::Reach;
 use crate::platform::relations::relation;
 use crate::sql_function;
 use crate::types::datum::TypeArgs;
 use pgrx::pg_sys::{self, Oid};
+use std::rc::Rc;
 
 #[derive(Default)]
 struct State {
     /// The platform's tables, and the relations plans read: see [`Known`].
     known: Option<Known>,
+    /// Where the role writes (its grants' reach), found when its query started.
+    reach: Option<(u64, Oid, Rc<Reach>)>,
     /// Which tables the roles write, fixed per query: see [`Writes`].
     writes: Vec<Writes>,
     /// Which roles of `pg_labels.grants` the current role is a member of: see [`Members`].
@@ -47,6 +51,7 @@ struct State {
 
 static STATE: BackendLocal<State> = BackendLocal::new(State {
     known: None,
+    reach: None,
     writes: Vec::new(),
     members: None,
     answers: None,
@@ -176,6 +181,18 @@ pub fn settle(relations: &[Oid]) -> Result<()> {
             };
             keep_writes(xact, role, table, view, writes);
         }
+    }
+    // where the role writes, found now (a grant read for a row would tell which rows)
+    let writes_any = state(|s| {
+        s.writes
+            .iter()
+            .any(|w| w.xact == xact && w.role == role && w.writes && tables.contains(&w.table))
+    });
+    // (on a Citus node, where the writers' clause is acts_in(), read for every query that
+    // reads a platform table: a shard's query is not known as its table's)
+    if writes_any || citus::loaded() {
+        let reach = crate::platform::grants::reach(role)?;
+        state(|s| s.reach = Some((xact, role, reach)));
     }
     if tables.contains(&grants) && !bypasses(generation, role) {
         settle_members(xact, role, view)?;
@@ -394,25 +411,23 @@ fn reaches(needed: &[u8]) -> Result<Option<bool>> {
 }
 
 sql_function! {
-    /// `pg_labels.readable_in(tab regclass, scope scope) → boolean`: the policy of every
-    /// platform table: the caller writes `tab`, or the scope in force reaches `scope`, the one
-    /// the row can be read in (kept inline in the row). Decided from the row alone and from
-    /// state fixed when the query started: no other row is read, nothing is looked up.
+    /// `pg_labels.readable_in(tab regclass, scope scope) → boolean`: a row of `tab` that can be
+    /// read in `scope` (kept inline in the row) is one the caller sees: the scope in force
+    /// reaches `scope`, or the caller writes `tab` and its grants reach `scope`. Decided from the
+    /// row alone and from state fixed when the query started: no other row is read, nothing is
+    /// looked up.
     fn pgl_readable_in(call) {
         let needed = call.scope(1)?;
-        let user = current_user();
-        // an analyst's row first: the scope in force reaches the row's (a writer is asked only
-        // past that, and the scope found only past both)
-        let kept = in_force(user, |scope| {
-            scope.map(|(_, scope)| pg_labels_core::scope::reaches(scope, needed))
-        });
-        if kept == Some(true) || writes(Oid::from(call.datum(0).value() as u32))? {
-            return ret_bool(true);
-        }
-        ret_bool(match kept {
-            Some(answer) => answer,
-            None => effective()?.is_some_and(|scope| pg_labels_core::scope::reaches(&scope, needed)),
-        })
+        ret_bool(readable(&call, needed, needed)?)
+    }
+
+    /// `pg_labels.readable_in(tab regclass, scope scope, run_scope scope) → boolean`: the same,
+    /// where the row's writers read it in another scope than its analysts: a step, artifact or
+    /// share in its run's scope (`run_scope`), a run in its own. The policy of runs, steps,
+    /// artifacts and shares.
+    fn pgl_readable_in_run(call) {
+        let (needed, written) = (call.scope(1)?, call.scope(2)?);
+        ret_bool(readable(&call, needed, written)?)
     }
 
     /// `pg_labels.visible_in(scope scope) → boolean`: the policy `protect()` gives a table: the
@@ -512,6 +527,45 @@ sql_function! {
         }
         let run = crate::pg::datum::uuid_arg(&call, 2);
         ret_bool(row_visible_for(tab, "runs", run)?)
+    }
+}
+
+/// [`pgl_readable_in`]: the scope in force reaches `needed` (an analyst's row first), or the
+/// caller writes the table and its grants reach `written` (asked only past that, and the scope
+/// found only past both).
+fn readable(call: &Call<'_>, needed: &[u8], written: &[u8]) -> Result<bool> {
+    let user = current_user();
+    let kept = in_force(user, |scope| {
+        scope.map(|(_, scope)| pg_labels_core::scope::reaches(scope, needed))
+    });
+    if kept == Some(true) {
+        return Ok(true);
+    }
+    if writes(Oid::from(call.datum(0).value() as u32))? && write_reach(user)?.reaches(written) {
+        return Ok(true);
+    }
+    Ok(match kept {
+        Some(answer) => answer,
+        None => effective()?.is_some_and(|scope| pg_labels_core::scope::reaches(&scope, needed)),
+    })
+}
+
+/// Where the current role writes (its grants' reach), as the query's start found it.
+fn write_reach(role: Oid) -> Result<Rc<Reach>> {
+    let xact = xact();
+    let kept = state(|s| {
+        s.reach
+            .as_ref()
+            .filter(|r| r.0 == xact && r.1 == role)
+            .map(|r| r.2.clone())
+    });
+    match kept {
+        Some(r) => Ok(r),
+        None => {
+            let r = crate::platform::grants::reach(role)?;
+            state(|s| s.reach = Some((xact, role, r.clone())));
+            Ok(r)
+        }
     }
 }
 

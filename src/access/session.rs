@@ -12,14 +12,10 @@
 //! grants again in every later transaction, so a revoked grant ends it.
 
 use crate::pg::citus;
-use crate::pg::datum::Name;
 use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
 use crate::pg::local::BackendLocal;
-use crate::pg::spi::{
-    as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan,
-};
+use crate::pg::spi::{as_owner, current_user, current_user_name, with_spi, SavedPlan};
 use crate::pg::trigger::platform_schema;
-use crate::platform::crossings::ancestors_array;
 use crate::platform::relations::platform_owner;
 use crate::sql_function;
 use crate::types::datum::{scope_datum, TypeArgs};
@@ -242,39 +238,9 @@ pub fn init() {
     crate::pg::executor::on_start(super::policy::settle);
 }
 
-/// Grants of any role whose scope is the target or one of its ancestors.
-static GRANTS_REACHING: SavedPlan =
-    SavedPlan::new(c"SELECT role FROM pg_labels.grants WHERE scope::text = ANY ($1)");
-
 /// Does a grant give `role` (or a role it is a member of) a scope reaching `target`?
 fn granted(role: Oid, target: &[u8]) -> Result<bool> {
-    let owner = platform_owner()?;
-    let ancestors = ancestors_array(target)?;
-    // on a Citus node, the grants are this node's copy of the reference table
-    let _place = match (citus::loaded(), platform_schema()) {
-        (true, Some(ns)) => citus::reference_shard(ns, "grants")?.map(|id| citus::SHARD.enter(id)),
-        _ => None,
-    };
-    as_owner(owner, || {
-        with_spi(|spi| {
-            let rows = GRANTS_REACHING.execute(
-                spi,
-                &[pg_sys::TEXTARRAYOID],
-                &[Some(ancestors)],
-                true,
-                0,
-            )?;
-            for i in 0..rows.len() {
-                let Some(name) = rows.get::<Name>(i, 1)? else {
-                    continue;
-                };
-                if role_oid(&name.0).is_some_and(|granted| is_member(role, granted)) {
-                    return Ok(true);
-                }
-            }
-            Ok(false)
-        })
-    })
+    Ok(crate::platform::grants::reach(role)?.may_enter(target))
 }
 
 /// The name of the setting a transaction carries its entered scope to Citus' workers in.

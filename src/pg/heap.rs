@@ -743,6 +743,12 @@ fn active_mvcc() -> Option<(
 /// invalidations this backend has read until now. It changes after any change to the catalogs
 /// that this backend can see (its own, after the next command; another's, once read). Also on
 /// a standby, and whatever the number of running transactions (which [`View`] does not hold).
+/// Does relation `rel` have a column `name` (not dropped)? A syscache lookup, no lock.
+pub fn has_column(rel: pg_sys::Oid, name: &CStr) -> bool {
+    // SAFETY: a syscache lookup by relation oid and column name; an unknown oid finds nothing.
+    unsafe { pg_sys::get_attnum(rel, name.as_ptr()) > 0 }
+}
+
 pub fn active_head() -> Option<[u64; 3]> {
     // SAFETY: reads the active snapshot, which lives while it is active.
     unsafe {

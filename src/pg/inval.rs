@@ -53,3 +53,11 @@ pub fn generation() -> u64 {
     }
     GENERATION.load(Ordering::Relaxed)
 }
+
+/// Tell every backend (this one at its next command) that a relation changed, as a change of
+/// its definition would: what they keep about it, and what they tag with [`generation`], is
+/// found again.
+pub fn relation_changed_everywhere(relid: Oid) {
+    // SAFETY: queues an invalidation message for the relation (sent at commit).
+    unsafe { pg_sys::CacheInvalidateRelcacheByRelid(relid) };
+}

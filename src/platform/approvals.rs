@@ -25,6 +25,13 @@ static REQUEST: SavedPlan = SavedPlan::new(
        WHERE s.id = $1 AND s.kind = 'approval_requested'",
 );
 
+/// The scope a request is read in (the tables of release 0.3.1, where roles are bound).
+static REQUEST_SCOPE: SavedPlan = SavedPlan::new(
+    c"SELECT coalesce(s.carried_scope, (SELECT r.carried_scope FROM pg_labels.runs r WHERE r.id = s.run_id))
+        FROM pg_labels.steps s
+       WHERE s.id = $1 AND s.kind = 'approval_requested'",
+);
+
 static DECIDE: SavedPlan = SavedPlan::new(
     c"INSERT INTO pg_labels.steps (run_id, kind, tool, args, decision, reason, request_id, actor)
       VALUES ($1, 'approval_decided', $2, $3, $4, $5, $6, $7)
@@ -61,6 +68,25 @@ fn decide(call: &Call<'_>) -> Result<Datum> {
             )?;
             if req.is_empty() {
                 return Err(refusal::no_request(request).into());
+            }
+            // an approver decides only requests its grants reach: the scope the request's data
+            // is read in (its run's, wider when the run carries another area's labels), so
+            // that what it may decide is exactly the queue it can list in the scopes it may
+            // enter; another's is answered as one that does not exist (decided or not)
+            let reach = crate::platform::grants::reach(approver_oid)?;
+            if !reach.everywhere {
+                let scope = REQUEST_SCOPE
+                    .execute(
+                        spi,
+                        &[pg_sys::INT8OID],
+                        &[Some(Datum::from(request))],
+                        false,
+                        1,
+                    )?
+                    .get::<crate::types::datum::ScopeBuf>(0, 1)?;
+                if !scope.is_some_and(|s| reach.reaches(&s.0)) {
+                    return Err(refusal::no_request(request).into());
+                }
             }
             let run: Uuid = req.must(0, 1)?;
             crate::platform::refused::about(|a| a.run = Some(run));

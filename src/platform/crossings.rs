@@ -221,6 +221,14 @@ fn authorize(call: &Call<'_>) -> Result<Datum> {
         )
     })?;
     let who = current_user_name();
+    // a crossing authorizer records crossings only between scopes its grants reach
+    let role = crate::pg::spi::current_user();
+    for i in 0..2 {
+        let scope = crate::types::datum::TypeArgs::scope(call, i)?;
+        if !crate::platform::grants::reaches(role, scope)? {
+            return Err(refusal::act_not_granted(&who, "authorize a crossing", scope).into());
+        }
+    }
     let owner = platform_owner()?;
     let _authorizing = AUTHORIZING.enter(who.clone());
     as_owner(owner, || {
@@ -244,6 +252,10 @@ fn authorize(call: &Call<'_>) -> Result<Datum> {
     })
 }
 
+/// A crossing's two scopes.
+static CROSSING_SCOPES: SavedPlan =
+    SavedPlan::new(c"SELECT from_scope, to_scope FROM pg_labels.crossings WHERE id = $1");
+
 fn revoke(call: &Call<'_>) -> Result<Datum> {
     if call.is_null(0) {
         return Err(Error::new(
@@ -253,9 +265,35 @@ fn revoke(call: &Call<'_>) -> Result<Datum> {
     }
     let id = call.i64(0);
     let who = current_user_name();
+    let role = crate::pg::spi::current_user();
     let owner = platform_owner()?;
     as_owner(owner, || {
         with_spi(|spi| {
+            // an authorizer ends only crossings it could have recorded (its grants reach both
+            // scopes): one it cannot even read (its grants reach neither) is answered as one
+            // that does not exist
+            let scopes = CROSSING_SCOPES.execute(
+                spi,
+                &[pg_sys::INT8OID],
+                &[Some(Datum::from(id))],
+                true,
+                1,
+            )?;
+            if let (Some(from), Some(to)) =
+                (scopes.get::<ScopeBuf>(0, 1)?, scopes.get::<ScopeBuf>(0, 2)?)
+            {
+                let (f, t) = (
+                    crate::platform::grants::reaches(role, &from.0)?,
+                    crate::platform::grants::reaches(role, &to.0)?,
+                );
+                if !f && !t {
+                    return Err(refusal::no_crossing(id).into());
+                }
+                if !(f && t) {
+                    let unreached = if f { &to.0 } else { &from.0 };
+                    return Err(refusal::act_not_granted(&who, "end a crossing", unreached).into());
+                }
+            }
             let who_d = text_datum(&who)?;
             let revoked = {
                 let _revoking = REVOKING.enter((id, who.clone()));

@@ -6,18 +6,23 @@
 //!   [`chain_head`] (a run's chain head, read from the trail's index pages), [`tools`] (the tool
 //!   catalog), [`ids`] (ids from the platform's sequences, Citus ranges), [`context`] (a
 //!   restoring session, a Citus shard, the trail's time);
+//! - [`grants`]: where a role may act (its grants' scopes, kept per invalidation);
+//!   [`listeners`]: binding a listener where the writer's grants reach;
 //! - [`runs`]: opening a run; [`steps`]: every step of the trail; [`seal`]: the append-only
-//!   rules; [`sharing`]: artifacts, shares and context reads; [`crossings`]: recording and
+//!   rules; [`artifacts`]: artifacts; [`sharing`]: shares and context reads; [`crossings`]: recording and
 //!   revoking crossings; [`approvals`]: a person's decision; [`publication`]: the publication
 //!   check; [`retention`]: purging; [`refused`]: the record of every refusal; [`state`]: what
 //!   the platform's functions tell its triggers.
 
 pub mod approvals;
+pub mod artifacts;
 pub mod chain_head;
 pub mod context;
 pub mod crossings;
+pub mod grants;
 pub mod ids;
 pub mod ledger;
+pub mod listeners;
 pub mod publication;
 pub mod refused;
 pub mod relations;

@@ -20,7 +20,8 @@ use std::collections::HashMap;
 /// Most paths a refusal's DETAIL lists.
 const LISTED: usize = 10;
 
-static VERSION_COLUMNS: Columns<6> = Columns::new([
+static VERSION_COLUMNS: Columns<7> = Columns::new([
+    col::<crate::types::datum::ScopeBuf>(c"scope"),
     col::<String>(c"agent"),
     col::<i32>(c"version"),
     col::<Jsonb>(c"steps"),
@@ -81,11 +82,26 @@ fn agent_versions_insert(call: &Call<'_>) -> Result<Datum> {
     if crate::platform::context::restoring() {
         return Ok(row.unchanged());
     }
-    let [c_agent, c_version, c_steps, c_approval, c_by, c_at] = VERSION_COLUMNS.of(&row)?;
+    let [c_scope, c_agent, c_version, c_steps, c_approval, c_by, c_at] =
+        VERSION_COLUMNS.of(&row)?;
     let agent: String = row.must(c_agent, "agent_versions")?;
     let version: i32 = row.must(c_version, "agent_versions")?;
     if version <= 0 {
         return Err(refusal::version_not_positive(&agent, version).into());
+    }
+    // a writer publishes only in a scope its grants reach, and only versions of an agent
+    // whose versions are all there (an agent's name is not another company's to take: a
+    // version published elsewhere would keep its own company from that version number)
+    if let Some(scope) = row.get::<crate::types::datum::ScopeBuf>(c_scope)? {
+        let acting = crate::platform::grants::acting();
+        let reach = crate::platform::grants::reach(acting)?;
+        let role = || crate::pg::spi::role_name(acting).unwrap_or_default();
+        if !reach.reaches(&scope.0) {
+            return Err(refusal::act_not_granted(&role(), "publish a version", &scope.0).into());
+        }
+        if !reach.everywhere && !agent_reached(trigger.owner(), &agent, &reach)? {
+            return Err(refusal::agent_not_granted(&role(), &agent).into());
+        }
     }
     let writer = current_user_name();
     if row.get::<&str>(c_by)?.is_some_and(|a| a != writer) {
@@ -177,4 +193,36 @@ fn agent_versions_insert(call: &Call<'_>) -> Result<Datum> {
         ),
         (c_by, Some(text_datum(&writer)?)),
     ]))
+}
+
+/// The scopes an agent's versions were published in.
+static AGENT_SCOPES: crate::pg::spi::SavedPlan = crate::pg::spi::SavedPlan::new(
+    c"SELECT DISTINCT scope FROM pg_labels.agent_versions WHERE agent = $1",
+);
+
+/// Does every scope `agent` was published in lie within `reach`?
+fn agent_reached(
+    owner: pgrx::pg_sys::Oid,
+    agent: &str,
+    reach: &crate::platform::grants::Reach,
+) -> Result<bool> {
+    crate::pg::spi::as_owner(owner, || {
+        crate::pg::spi::with_spi(|spi| {
+            let rows = AGENT_SCOPES.execute(
+                spi,
+                &[pgrx::pg_sys::TEXTOID],
+                &[Some(text_datum(agent)?)],
+                true,
+                0,
+            )?;
+            for i in 0..rows.len() {
+                if let Some(s) = rows.get::<crate::types::datum::ScopeBuf>(i, 1)? {
+                    if !reach.reaches(&s.0) {
+                        return Ok(false);
+                    }
+                }
+            }
+            Ok(true)
+        })
+    })
 }

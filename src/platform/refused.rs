@@ -436,7 +436,8 @@ fn count(e: &Error, mut about: About, at: i64) {
 }
 
 /// The run's scope as the database holds it, when the trigger refused before it read the run
-/// (a run not opened: the one of that id, if any; none when there is no such run); and where
+/// (a run not opened: the one of that id, if any; none when there is no such run, or when the
+/// writer's grants do not reach it); and where
 /// the record is read when it names no run of the database's: in the writer's own scope (the
 /// scope its grants reach, `*` when it has none).
 fn fill_run_scope(about: &mut About) {
@@ -445,41 +446,25 @@ fn fill_run_scope(about: &mut About) {
             about.run_scope = run_scope(run);
         }
     }
+    // a run the writer's grants do not reach is one that does not exist, for its record too
+    // (filed under that run's scope, the record would tell the writer's analysts it exists)
+    if let Some(scope) = &about.run_scope {
+        let writer = crate::pg::spi::acting_for();
+        if !crate::platform::grants::reaches(writer, scope).unwrap_or(false) {
+            about.run_scope = None;
+        }
+    }
     if about.run_scope.is_none() && about.scope.is_none() {
         about.scope = writer_scope();
     }
 }
 
-/// Every grant, read as the tables' owner.
-static GRANTS: SavedPlan = SavedPlan::new(c"SELECT role, scope FROM pg_labels.grants");
-
 /// The writer's own scope: the deepest scope that reaches every scope its grants (its own, or
 /// a role's it is a member of) give it; `None` when it has none.
 fn writer_scope() -> Option<Vec<u8>> {
-    let owner = crate::platform::relations::platform_owner().ok()?;
-    let writer = crate::pg::spi::acting_for();
-    let granted = crate::pg::spi::as_owner(owner, || {
-        with_spi(|spi| {
-            let rows = GRANTS.execute(spi, &[], &[], true, 0)?;
-            let mut out = Vec::new();
-            for i in 0..rows.len() {
-                let role = rows.get::<crate::pg::datum::Name>(i, 1)?;
-                let scope = rows.get::<crate::types::datum::ScopeBuf>(i, 2)?;
-                if let (Some(role), Some(scope)) = (role, scope) {
-                    out.push((role.0, scope.0));
-                }
-            }
-            Ok(out)
-        })
-    })
-    .ok()?;
-    granted
-        .into_iter()
-        .filter(|(role, _)| {
-            crate::pg::spi::role_oid(role).is_some_and(|r| crate::pg::spi::is_member(writer, r))
-        })
-        .map(|(_, scope)| scope)
-        .reduce(|a, b| pg_labels_core::scope::lca(&a, &b).to_vec())
+    crate::platform::grants::reach(crate::pg::spi::acting_for())
+        .ok()?
+        .common()
 }
 
 /// Count a record with the others of its kind this backend holds back (`unlogged` of it

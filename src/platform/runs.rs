@@ -92,6 +92,12 @@ fn runs_open(call: &Call<'_>) -> Result<Datum> {
                     )))
                 })
             })?;
+            // a listener of a scope the writer's grants do not reach is answered as one
+            // that does not exist
+            let found = found.filter(|(scope, _)| {
+                crate::platform::grants::reaches(crate::platform::grants::acting(), scope)
+                    .unwrap_or(false)
+            });
             Some((
                 id,
                 found.ok_or_else(|| crate::pg::error::Error::from(refusal::no_listener(id)))?,
@@ -123,6 +129,11 @@ fn runs_open(call: &Call<'_>) -> Result<Datum> {
                 }
                 None => None,
             };
+            // (a version of a scope the writer's grants do not reach: as one not published)
+            let scope = scope.filter(|scope| {
+                crate::platform::grants::reaches(crate::platform::grants::acting(), scope)
+                    .unwrap_or(false)
+            });
             Some((v, scope))
         }
         None => None,
@@ -174,6 +185,17 @@ fn runs_open(call: &Call<'_>) -> Result<Datum> {
             scope: scope.as_deref(),
         }),
     })?;
+
+    // a writer opens runs only where its grants reach
+    let acting = crate::platform::grants::acting();
+    if !crate::platform::grants::reaches(acting, &opened.scope)? {
+        return Err(refusal::act_not_granted(
+            &crate::pg::spi::role_name(acting).unwrap_or_default(),
+            "open a run",
+            &opened.scope,
+        )
+        .into());
+    }
 
     // write
     let mut changes = vec![(c_labels, Some(labelset_datum(&opened.labels)?))];

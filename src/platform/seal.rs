@@ -286,8 +286,16 @@ fn fills_carried_scope(trigger: &Trigger<'_>) -> bool {
     let (old, new) = (trigger.row(), trigger.new_row());
     let mut filled = false;
     for (c, name) in old.columns() {
-        if name == "carried_scope" {
-            filled = old.datum(c).is_none() && new.datum(c).is_some();
+        // (carried_scope, and run_scope since release 0.3.1: where analysts and the run's
+        // writers read the row)
+        if name == "carried_scope" || name == "run_scope" {
+            if old.same(&new, c) {
+                continue;
+            }
+            if !(old.datum(c).is_none() && new.datum(c).is_some()) {
+                return false;
+            }
+            filled = true;
         } else if !old.same(&new, c) {
             return false;
         }

@@ -1,7 +1,6 @@
 //! Context shared by reference: artifacts, shares, and reading an artifact into a run.
 //!
-//! - `pg_labels.artifacts_insert()` (BEFORE INSERT on `artifacts`): locks the origin run like a
-//!   step does and records at least the labels it carries (an artifact is the run's output);
+//! - `pg_labels.artifacts_insert()`: [`crate::platform::artifacts`];
 //! - `pg_labels.shares_insert()` (BEFORE INSERT on `shares`): gathers the artifact, the target
 //!   and the active crossings, and asks [`barrier::share`];
 //! - [`read`], called by the steps trigger for a `context_read` step: gathers the artifact and
@@ -16,7 +15,7 @@ use crate::platform::context::{self, refuse_given, trail_time};
 use crate::platform::crossings::active_into;
 use crate::platform::{ids, relations, run_lock};
 use crate::sql_function;
-use crate::types::datum::{labelset_datum, scope_datum, LabelSetBuf, ScopeBuf};
+use crate::types::datum::{scope_datum, LabelSetBuf, ScopeBuf};
 use pg_labels_core::barrier::{self, ArtifactFacts, ReadOutcome, ShareFacts};
 use pg_labels_core::refusal;
 use pg_labels_core::LabelSet;
@@ -26,6 +25,12 @@ static ARTIFACT: SavedPlan =
     SavedPlan::new(c"SELECT origin_run, digest, labels FROM pg_labels.artifacts WHERE id = $1");
 
 static RUN_SCOPE: SavedPlan = SavedPlan::new(c"SELECT scope FROM pg_labels.runs WHERE id = $1");
+
+/// The scope of an artifact's run (release 0.3.1: kept in the artifact's row, so that every
+/// node of a Citus cluster knows it).
+static ARTIFACT_RUN_SCOPE: SavedPlan = SavedPlan::new(
+    c"SELECT coalesce(run_scope, carried_scope) FROM pg_labels.artifacts WHERE id = $1",
+);
 
 static SHARES_OF: SavedPlan = SavedPlan::new(
     c"SELECT id, to_scope, to_run FROM pg_labels.shares WHERE artifact_id = $1 ORDER BY id",
@@ -55,13 +60,31 @@ fn artifact(owner: Oid, id: &Uuid) -> Result<Option<Artifact>> {
     })
 }
 
-const ARTIFACTS: Spec = Spec {
-    function: "pg_labels.artifacts_insert()",
-    tables: &["artifacts"],
-    timing: Timing::Before,
-    row: true,
-    ops: &[Op::Insert],
-};
+/// May the acting writer use artifact `id` as its own (its grants reach the artifact's run)?
+/// Asked only of a role bound to its grants, on the tables of release 0.3.1.
+fn artifact_reached(owner: Oid, id: &Uuid) -> Result<bool> {
+    let reach = crate::platform::grants::reach(crate::platform::grants::acting())?;
+    if reach.everywhere {
+        return Ok(true);
+    }
+    Ok(artifact_run_scope(owner, id)?.is_some_and(|s| reach.reaches(&s)))
+}
+
+/// The scope of artifact `id`'s run, from its row (the tables of release 0.3.1).
+fn artifact_run_scope(owner: Oid, id: &Uuid) -> Result<Option<Vec<u8>>> {
+    as_owner(owner, || {
+        with_spi(|spi| {
+            let rows = ARTIFACT_RUN_SCOPE.execute(
+                spi,
+                &[pg_sys::UUIDOID],
+                &[Some(id.datum())],
+                true,
+                1,
+            )?;
+            Ok(rows.get::<ScopeBuf>(0, 1)?.map(|s| s.0))
+        })
+    })
+}
 
 const SHARES: Spec = Spec {
     function: "pg_labels.shares_insert()",
@@ -70,14 +93,6 @@ const SHARES: Spec = Spec {
     row: true,
     ops: &[Op::Insert],
 };
-
-static ARTIFACT_COLUMNS: Columns<5> = Columns::new([
-    col::<Uuid>(c"origin_run"),
-    col::<LabelSetBuf>(c"labels"),
-    col::<String>(c"actor"),
-    col::<String>(c"digest"),
-    col::<Timestamp>(c"created_at"),
-]);
 
 static SHARE_COLUMNS: Columns<7> = Columns::new([
     col::<i64>(c"id"),
@@ -90,18 +105,13 @@ static SHARE_COLUMNS: Columns<7> = Columns::new([
 ]);
 
 /// The scope a share (none before release 0.3.0) or an artifact (release 0.3.1) is readable in.
-static SHARE_CARRIED: Columns<1> = Columns::new([col::<ScopeBuf>(c"carried_scope")]);
+pub(super) static SHARE_CARRIED: Columns<1> = Columns::new([col::<ScopeBuf>(c"carried_scope")]);
 
-fn is_digest(d: &[u8]) -> bool {
-    d.len() == 64 && d.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
+/// The scope of an artifact's (a share's artifact's) run, when it is read in a wider one
+/// (release 0.3.1).
+pub(super) static RUN_SCOPE_COLUMN: Columns<1> = Columns::new([col::<ScopeBuf>(c"run_scope")]);
 
 sql_function! {
-    /// BEFORE INSERT FOR EACH ROW on pg_labels.artifacts.
-    fn pgl_artifacts_insert(call) {
-        crate::platform::refused::guarded("artifact", || artifacts_insert(&call))
-    }
-
     /// BEFORE INSERT FOR EACH ROW on pg_labels.shares.
     fn pgl_shares_insert(call) {
         crate::platform::refused::guarded("share", || shares_insert(&call))
@@ -119,91 +129,6 @@ sql_function! {
     }
 }
 
-fn artifacts_insert(call: &Call<'_>) -> Result<Datum> {
-    let trigger = Trigger::fired(call, &ARTIFACTS)?;
-    let row = trigger.row();
-    if crate::platform::context::restoring() {
-        return Ok(row.unchanged());
-    }
-    let [c_run, c_labels, c_actor, c_digest, c_created] = ARTIFACT_COLUMNS.of(&row)?;
-    let run_id: Uuid = row.must(c_run, "artifacts")?;
-    let digest: &str = row.must(c_digest, "artifacts")?;
-    if !is_digest(digest.as_bytes()) {
-        return Err(refusal::bad_digest(digest.as_bytes()).into());
-    }
-    let writer = current_user_name();
-    if row.get::<&str>(c_actor)?.is_some_and(|a| a != writer) {
-        return Err(refuse_given(
-            "artifacts",
-            "actor",
-            "the role that made the artifact",
-        ));
-    }
-    // on a Citus node (a copy of the reference table) the time was filled where the statement
-    // entered the cluster, the same for every copy
-    let on_shard = context::on_shard();
-    if !on_shard && row.get::<Timestamp>(c_created)? != Some(trail_time()) {
-        return Err(refuse_given(
-            "artifacts",
-            "created_at",
-            "the time the database recorded it",
-        ));
-    }
-    let given = row
-        .get::<LabelSet<'_>>(c_labels)?
-        .unwrap_or(LabelSet::EMPTY);
-    // where the artifact can be read, kept inline for the policy (none before release 0.3.1)
-    let carried = SHARE_CARRIED.of(&row).ok().map(|[c]| c);
-    if carried.is_some_and(|c| row.datum(c).is_some()) {
-        return Err(refuse_given(
-            "artifacts",
-            "carried_scope",
-            "the scope of the artifact's labels",
-        ));
-    }
-    let with_carried = |mut changes: Vec<(i32, Option<Datum>)>, labels: LabelSet<'_>| {
-        if let Some(c) = carried {
-            changes.push((c, labels.scope().map(scope_datum).transpose()?));
-        }
-        Ok::<_, Error>(row.modified(&changes))
-    };
-    let no_run = || {
-        Error::from(refusal::no_run(
-            &run_id.to_string(),
-            "artifacts_origin_run_fkey",
-        ))
-    };
-    match run_lock::run_place(trigger.namespace(), &run_id)? {
-        // Serialized with the run's steps: the artifact carries every label that had entered
-        // the run when it was made.
-        run_lock::RunPlace::Single => {
-            let run = run_lock::lock_run(trigger.namespace(), &run_id)?.ok_or_else(no_run)?;
-            let labels = given.union(run.labels.set());
-            with_carried(
-                vec![
-                    (c_labels, Some(labelset_datum(&labels)?)),
-                    (c_actor, Some(text_datum(&writer)?)),
-                ],
-                LabelSet::from_canonical(&labels),
-            )
-        }
-        // On Citus every node writes the same row, and one alone holds the run: the labels
-        // are the writer's, and that node refuses them unless they hold the run's.
-        run_lock::RunPlace::Here(_place) => {
-            let run = run_lock::lock_run(trigger.namespace(), &run_id)?.ok_or_else(no_run)?;
-            let missing =
-                LabelSet::from_canonical(run.labels.set().body()).filter(|l| !given.contains(l.0));
-            if !missing.is_empty() {
-                return Err(refusal::artifact_below_run(&run_id.to_string(), &missing).into());
-            }
-            with_carried(vec![(c_actor, Some(text_datum(&writer)?))], given)
-        }
-        run_lock::RunPlace::Elsewhere => {
-            with_carried(vec![(c_actor, Some(text_datum(&writer)?))], given)
-        }
-    }
-}
-
 fn shares_insert(call: &Call<'_>) -> Result<Datum> {
     let trigger = Trigger::fired(call, &SHARES)?;
     let row = trigger.row();
@@ -213,6 +138,15 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
     let [c_id, c_artifact, c_to_scope, c_to_run, c_crossing, c_actor, c_created] =
         SHARE_COLUMNS.of(&row)?;
     // (none before release 0.3.0)
+    if let Ok([c_run_scope]) = RUN_SCOPE_COLUMN.of(&row) {
+        if row.datum(c_run_scope).is_some() {
+            return Err(refuse_given(
+                "shares",
+                "run_scope",
+                "its artifact's run's scope",
+            ));
+        }
+    }
     let carried = SHARE_CARRIED.of(&row).ok().map(|[c]| c);
     if carried.is_some_and(|c| row.datum(c).is_some()) {
         return Err(refuse_given(
@@ -242,12 +176,19 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
     }
     let owner = trigger.owner();
     let artifact_id: Uuid = row.must(c_artifact, "shares")?;
-    let art = artifact(owner, &artifact_id)?.ok_or_else(|| {
+    let no_artifact = || {
         Error::from(refusal::no_artifact(
             &artifact_id.to_string(),
             "shares_artifact_id_fkey",
         ))
-    })?;
+    };
+    let art = artifact(owner, &artifact_id)?.ok_or_else(no_artifact)?;
+    // a writer shares only what its grants reach (the artifact's run): another's artifact is
+    // answered as one that does not exist
+    let acting = crate::platform::grants::acting();
+    if !artifact_reached(owner, &artifact_id)? {
+        return Err(no_artifact());
+    }
 
     // To one run: judged by that run's scope, which the share records.
     let given_scope = row.get::<ScopeBuf>(c_to_scope)?;
@@ -286,6 +227,9 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
                 let run = run_lock::lock_run(trigger.namespace(), run_id)?.ok_or_else(|| {
                     Error::from(refusal::no_run(&run_id.to_string(), "shares_to_run_fkey"))
                 })?;
+                if !crate::platform::grants::reaches(acting, &run.scope)? {
+                    return Err(refusal::no_run(&run_id.to_string(), "shares_to_run_fkey").into());
+                }
                 if run.scope != given.0 {
                     return Err(refusal::share_scope_mismatch(
                         &run_id.to_string(),
@@ -298,21 +242,12 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
             (given.0, false)
         }
         Some(run_id) => {
-            let run_scope = as_owner(owner, || {
-                with_spi(|spi| {
-                    let rows = RUN_SCOPE.execute(
-                        spi,
-                        &[pg_sys::UUIDOID],
-                        &[Some(run_id.datum())],
-                        true,
-                        1,
-                    )?;
-                    Ok(rows.get::<ScopeBuf>(0, 1)?.map(|s| s.0))
-                })
-            })?
-            .ok_or_else(|| {
-                Error::from(refusal::no_run(&run_id.to_string(), "shares_to_run_fkey"))
-            })?;
+            // (a run the writer's grants do not reach: as one that does not exist)
+            let run_scope = scope_of_run(owner, run_id)?
+                .filter(|scope| crate::platform::grants::reaches(acting, scope).unwrap_or(false))
+                .ok_or_else(|| {
+                    Error::from(refusal::no_run(&run_id.to_string(), "shares_to_run_fkey"))
+                })?;
             if let Some(g) = &given_scope {
                 if g.0 != run_scope {
                     return Err(refusal::share_scope_mismatch(
@@ -325,6 +260,8 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
             }
             (run_scope, given_scope.is_none())
         }
+        // (a share follows its artifact's run: the writer offers what its grants reach to a
+        // scope it names, which the barrier judges; a crossing is the target's consent)
         None => (
             given_scope
                 .ok_or_else(|| crate::pg::trigger::not_null("shares", "to_scope"))?
@@ -365,8 +302,26 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
     if let Some(c_carried) = carried {
         let readable_in = LabelSet::from_canonical(&art.labels).scope().unwrap_or(&[]);
         changes.push((c_carried, Some(scope_datum(readable_in)?)));
+        // and where its artifact's writers read it: its run's scope, kept when it differs
+        if let Ok([c_run_scope]) = RUN_SCOPE_COLUMN.of(&row) {
+            if let Some(origin) = artifact_run_scope(owner, &artifact_id)? {
+                if origin.as_slice() != readable_in {
+                    changes.push((c_run_scope, Some(scope_datum(&origin)?)));
+                }
+            }
+        }
     }
     Ok(row.modified(&changes))
+}
+
+/// A run's scope (`None`: no such run), read as the tables' owner.
+fn scope_of_run(owner: Oid, run: &Uuid) -> Result<Option<Vec<u8>>> {
+    as_owner(owner, || {
+        with_spi(|spi| {
+            let rows = RUN_SCOPE.execute(spi, &[pg_sys::UUIDOID], &[Some(run.datum())], true, 1)?;
+            Ok(rows.get::<ScopeBuf>(0, 1)?.map(|s| s.0))
+        })
+    })
 }
 
 /// What a `context_read` step is filled with.
@@ -391,18 +346,6 @@ pub fn read(
     let (run, art_text) = (run_id.to_string(), artifact_id.to_string());
     let art = artifact(owner, artifact_id)?
         .ok_or_else(|| Error::from(refusal::no_artifact(&art_text, "steps_artifact_id_fkey")))?;
-
-    // what the step says it read must be what the artifact is
-    if let Some(o) = claimed_origin {
-        if o != art.origin_run {
-            return Err(refusal::read_mismatch(&art_text, "origin_run", &o.to_string()).into());
-        }
-    }
-    if let Some(d) = claimed_digest {
-        if d != art.digest {
-            return Err(refusal::read_mismatch(&art_text, "digest", d).into());
-        }
-    }
 
     // the shares of the artifact, and the first that offers it to this run
     let share = as_owner(owner, || {
@@ -432,6 +375,24 @@ pub fn read(
             ))
         })
     })?;
+
+    // an artifact neither offered to this run nor of a run the writer's grants reach is one
+    // that does not exist (whether it was shared, and what it holds, included)
+    if share.is_none() && !artifact_reached(owner, artifact_id)? {
+        return Err(refusal::no_artifact(&art_text, "steps_artifact_id_fkey").into());
+    }
+
+    // what the step says it read must be what the artifact is
+    if let Some(o) = claimed_origin {
+        if o != art.origin_run {
+            return Err(refusal::read_mismatch(&art_text, "origin_run", &o.to_string()).into());
+        }
+    }
+    if let Some(d) = claimed_digest {
+        if d != art.digest {
+            return Err(refusal::read_mismatch(&art_text, "digest", d).into());
+        }
+    }
 
     let facts = ArtifactFacts {
         id: &art_text,

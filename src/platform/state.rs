@@ -33,6 +33,7 @@ unsafe extern "C-unwind" fn xact_callback(
         crate::platform::run_lock::end_of_transaction(
             event == pg_sys::XactEvent::XACT_EVENT_COMMIT,
         );
+        crate::platform::grants::end_of_transaction();
     }
 }
 

@@ -47,6 +47,8 @@ static CHAIN: Columns<2> = Columns::new([col::<Bytea>(c"prev_hash"), col::<Bytea
 
 /// The scope the step is readable in (none before release 0.3.0).
 static CARRIED: Columns<1> = Columns::new([col::<ScopeBuf>(c"carried_scope")]);
+/// The run's scope, when the step is read in a wider one (release 0.3.1).
+static RUN_SCOPE: Columns<1> = Columns::new([col::<ScopeBuf>(c"run_scope")]);
 
 /// The columns of a step, by name.
 pub(super) struct Cols {
@@ -74,6 +76,8 @@ pub(super) struct Cols {
     /// `None` in a table of a release before 0.3.0 (0.1.0 and 0.2.0, until ALTER EXTENSION
     /// UPDATE: the option can go when both have left `sql/released/`).
     pub(super) carried: Option<i32>,
+    /// `None` in a table of a release before 0.3.1.
+    pub(super) run_scope: Option<i32>,
 }
 
 impl Cols {
@@ -83,6 +87,7 @@ impl Cols {
         let slot = SLOT.of(row).ok().map(|[s]| s);
         let chain = CHAIN.of(row).ok();
         let carried = CARRIED.of(row).ok().map(|[c]| c);
+        let run_scope = RUN_SCOPE.of(row).ok().map(|[c]| c);
         Ok(Cols {
             id,
             run,
@@ -104,6 +109,7 @@ impl Cols {
             slot,
             chain,
             carried,
+            run_scope,
         })
     }
 
@@ -219,6 +225,11 @@ pub(super) fn step<'a>(
             ));
         }
     }
+    if let Some(run_scope) = c.run_scope {
+        if row.datum(run_scope).is_some() {
+            return Err(refuse_given("steps", "run_scope", "its run's scope"));
+        }
+    }
     let actor = actor(trigger, &row, &c, kind)?;
     let tool = row.get::<&str>(c.tool)?;
     let labels = row.must::<LabelSet<'_>>(c.labels, "steps")?;
@@ -298,6 +309,11 @@ impl Facts {
         }?
         .ok_or_else(|| Error::from(refusal::no_run(&run_id.to_string(), "steps_run_id_fkey")))?;
         refused::about(|a| a.run_scope = Some(run.scope.clone()));
+        // a writer writes steps only to runs its grants reach; another's run is answered as
+        // one that does not exist
+        if !crate::platform::grants::reaches(crate::platform::grants::acting(), &run.scope)? {
+            return Err(refusal::no_run(&run_id.to_string(), "steps_run_id_fkey").into());
+        }
         // one decision per request: checked under the run's lock, which orders the deciders (a
         // decision committed stays; one being written holds the run's row, which this step's
         // write then waits for)

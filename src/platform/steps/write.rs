@@ -93,10 +93,13 @@ fn filled(
     // where the step can be read: the deepest scope that can carry what the run carries
     // with it (row-level security decides from the row alone: pg_labels.readable_in)
     if let Some(carried) = c.carried {
-        changes.push((
-            carried,
-            Some(scope_datum(&decided.summary.carried_scope(&run.scope))?),
-        ));
+        let scope = decided.summary.carried_scope(&run.scope);
+        // and where its run's writers read it: the run's scope, kept only when it differs
+        // (a run that carries data of a wider scope under a crossing)
+        if let Some(run_scope) = c.run_scope.filter(|_| scope != run.scope) {
+            changes.push((run_scope, Some(scope_datum(&run.scope)?)));
+        }
+        changes.push((carried, Some(scope_datum(&scope)?)));
     }
     let crossings_used = crossings_used(facts, decided);
     if !crossings_used.is_empty() {

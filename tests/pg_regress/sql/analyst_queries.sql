@@ -11,6 +11,8 @@ CREATE ROLE regress_aq_writer LOGIN;
 GRANT USAGE ON SCHEMA pg_labels TO regress_aq_analyst, regress_aq_writer;
 GRANT SELECT ON pg_labels.runs, pg_labels.steps, pg_labels.trail, pg_labels.refusals, pg_labels.refused_writes TO regress_aq_analyst;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO regress_aq_writer;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_aq_writer', '*') ON CONFLICT DO NOTHING;
 GRANT SELECT ON pg_labels.tools TO regress_aq_writer;
 INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_aq_analyst', 'acme');
 INSERT INTO pg_labels.tools (name, effect) VALUES ('aq.read', 'read'), ('aq.wipe', 'destructive');
@@ -133,6 +135,8 @@ SELECT count(*) AS runs_in_scope FROM pg_labels.runs WHERE id::text LIKE 'ae%';
 EXECUTE run1_steps;
 RESET ROLE;
 GRANT INSERT ON pg_labels.runs, pg_labels.steps TO regress_aq_analyst;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_aq_analyst', '*') ON CONFLICT DO NOTHING;
 SET ROLE regress_aq_analyst;
 SELECT count(*) AS runs_as_writer FROM pg_labels.runs WHERE id::text LIKE 'ae%';
 EXECUTE run1_steps;
@@ -165,6 +169,8 @@ SELECT count(*) AS runs_in_scope FROM pg_labels.runs WHERE id::text LIKE 'ae%';
 RESET ROLE;
 SAVEPOINT grant_insert;
 GRANT INSERT ON pg_labels.runs TO regress_aq_analyst;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_aq_analyst', '*') ON CONFLICT DO NOTHING;
 SET ROLE regress_aq_analyst;
 SELECT count(*) AS runs_as_writer FROM pg_labels.runs WHERE id::text LIKE 'ae%';
 RESET ROLE;
@@ -184,6 +190,8 @@ COMMIT;
 RESET ROLE;
 BEGIN;
 GRANT INSERT ON pg_labels.runs TO regress_aq_analyst;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_aq_analyst', '*') ON CONFLICT DO NOTHING;
 SET ROLE regress_aq_analyst;
 SELECT pg_labels.enter_scope('acme/platform') IS NOT NULL AS entered;
 SELECT count(*) AS runs_as_writer FROM pg_labels.runs WHERE id::text LIKE 'ae%';

@@ -11,9 +11,13 @@ CREATE ROLE regress_pg_labels_alice;
 CREATE ROLE regress_pg_labels_sidekick IN ROLE regress_pg_labels_platform;
 GRANT USAGE ON SCHEMA pg_labels TO regress_pg_labels_platform, regress_pg_labels_alice;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO regress_pg_labels_platform;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_pg_labels_platform', '*') ON CONFLICT DO NOTHING;
 GRANT SELECT ON pg_labels.tools, pg_labels.listeners TO regress_pg_labels_platform;
 -- how a DBA allows a person to decide:
 GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) TO regress_pg_labels_alice;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_pg_labels_alice', '*') ON CONFLICT DO NOTHING;
 
 INSERT INTO pg_labels.tools (name, effect) VALUES
   ('crm.update', 'reversible_write'), ('bank.transfer', 'financial'), ('crm.read', 'read')
@@ -39,6 +43,8 @@ RESET ROLE;
 -- role that can act as it
 GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text)
   TO regress_pg_labels_platform, regress_pg_labels_sidekick;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_pg_labels_platform', '*'), ('regress_pg_labels_sidekick', '*') ON CONFLICT DO NOTHING;
 SET ROLE regress_pg_labels_platform;
 SELECT pg_labels.decide_approval(:request, true);
 SET ROLE regress_pg_labels_sidekick;

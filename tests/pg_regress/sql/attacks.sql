@@ -26,12 +26,20 @@ GRANT USAGE ON SCHEMA pg_labels TO regress_att_platform, regress_att_alice, regr
   regress_att_retention, regress_att_globex;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts, pg_labels.shares,
                         pg_labels.agent_versions TO regress_att_platform;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_att_platform', '*') ON CONFLICT DO NOTHING;
 GRANT SELECT ON pg_labels.tools, pg_labels.listeners, pg_labels.approval_points TO regress_att_platform;
 GRANT USAGE ON SCHEMA pg_labels TO regress_att_loader;
 GRANT SELECT, INSERT ON pg_labels.steps TO regress_att_loader;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_att_loader', '*') ON CONFLICT DO NOTHING;
 GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) TO regress_att_alice;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_att_alice', '*') ON CONFLICT DO NOTHING;
 GRANT EXECUTE ON FUNCTION pg_labels.authorize_crossing(scope, scope, text, timestamptz),
                           pg_labels.revoke_crossing(bigint, text) TO regress_att_bob;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_att_bob', '*') ON CONFLICT DO NOTHING;
 GRANT SELECT ON pg_labels.crossings TO regress_att_bob;
 GRANT SELECT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts, pg_labels.shares,
                 pg_labels.agent_versions, pg_labels.listeners, pg_labels.crossings, pg_labels.tools,

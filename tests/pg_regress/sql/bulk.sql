@@ -8,6 +8,8 @@
 CREATE ROLE regress_pg_labels_bulk;
 GRANT USAGE ON SCHEMA pg_labels TO regress_pg_labels_bulk;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO regress_pg_labels_bulk;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_pg_labels_bulk', '*') ON CONFLICT DO NOTHING;
 GRANT SELECT ON pg_labels.tools TO regress_pg_labels_bulk;
 INSERT INTO pg_labels.tools (name, effect, trusted_output) VALUES
   ('bk.lookup', 'read', true),

@@ -186,6 +186,8 @@ DROP ROLE regress_chain_auditor;
 CREATE ROLE regress_chain_writer;
 GRANT USAGE ON SCHEMA pg_labels TO regress_chain_writer;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO regress_chain_writer;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_chain_writer', '*') ON CONFLICT DO NOTHING;
 SET ROLE regress_chain_writer;
 INSERT INTO pg_labels.steps (run_id, kind, prev_hash) VALUES ('c0000000-0000-0000-0000-000000000001', 'input', '\x00');
 INSERT INTO pg_labels.runs (scope, opened_labels) VALUES ('acme', '{}');

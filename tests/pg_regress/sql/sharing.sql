@@ -13,11 +13,15 @@ CREATE ROLE regress_share_mallory;
 GRANT USAGE ON SCHEMA pg_labels TO regress_share_platform, regress_share_bob, regress_share_mallory;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts, pg_labels.shares
   TO regress_share_platform;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_share_platform', '*') ON CONFLICT DO NOTHING;
 GRANT SELECT ON pg_labels.tools, pg_labels.listeners, pg_labels.crossings TO regress_share_platform;
 GRANT SELECT ON pg_labels.crossings TO regress_share_bob;
 -- how a DBA allows a person to record and end crossings:
 GRANT EXECUTE ON FUNCTION pg_labels.authorize_crossing(scope, scope, text, timestamptz),
                           pg_labels.revoke_crossing(bigint, text) TO regress_share_bob;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_share_bob', '*') ON CONFLICT DO NOTHING;
 -- even a role granted every table privilege cannot record a crossing but through the function
 GRANT SELECT, INSERT, UPDATE, DELETE ON pg_labels.crossings TO regress_share_mallory;
 INSERT INTO pg_labels.tools (name, effect, trusted_output) VALUES

@@ -5,6 +5,8 @@
 CREATE ROLE regress_pg_labels_writer;
 GRANT USAGE ON SCHEMA pg_labels TO regress_pg_labels_writer;
 GRANT SELECT, INSERT, UPDATE, DELETE ON pg_labels.runs, pg_labels.steps TO regress_pg_labels_writer;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_pg_labels_writer', '*') ON CONFLICT DO NOTHING;
 GRANT SELECT ON pg_labels.tools TO regress_pg_labels_writer;
 INSERT INTO pg_labels.tools (name, effect) VALUES ('wp.read', 'read'), ('wp.wipe', 'destructive')
 ON CONFLICT DO NOTHING;
@@ -108,6 +110,8 @@ DROP ROLE regress_pg_labels_writer;
 CREATE ROLE regress_pg_labels_owner_like;
 GRANT USAGE ON SCHEMA pg_labels TO regress_pg_labels_owner_like;
 GRANT SELECT, INSERT, UPDATE ON pg_labels.runs, pg_labels.steps TO regress_pg_labels_owner_like;
+-- (a role acts only where its grants in pg_labels.grants reach: this file's act everywhere)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('regress_pg_labels_owner_like', '*') ON CONFLICT DO NOTHING;
 SET ROLE regress_pg_labels_owner_like;
 INSERT INTO pg_labels.runs (id, scope) VALUES ('b1000000-0000-0000-0000-000000000003', 'initech/ops');
 WITH tainted AS (
