@@ -24,7 +24,20 @@ db=pg_labels_mcp_bench
 admin() { PGOPTIONS="-c client_min_messages=warning" "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
 admin -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
 trap 'admin -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
-"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$db" -c "CREATE EXTENSION pg_labels"
+# the gateway's role as docs/mcp.md grants it (exactly its scope); the catalog written as PGUSER
+"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$db" <<'SQL'
+CREATE EXTENSION pg_labels;
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'pg_labels_mcp_bench') THEN
+        CREATE ROLE pg_labels_mcp_bench LOGIN;
+    END IF;
+END $$;
+GRANT USAGE ON SCHEMA pg_labels TO pg_labels_mcp_bench;
+GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts,
+      pg_labels.shares, pg_labels.agent_versions TO pg_labels_mcp_bench;
+GRANT SELECT ON pg_labels.tools, pg_labels.listeners, pg_labels.approval_points TO pg_labels_mcp_bench;
+INSERT INTO pg_labels.grants (role, scope) VALUES ('pg_labels_mcp_bench', 'acme/platform');
+SQL
 
 work=$(mktemp -d /tmp/pg_labels_mcp_bench.XXXXXX)
 trap 'rm -rf "$work"; admin -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
@@ -35,7 +48,8 @@ scope = "acme/platform"
 command = "$MCP_SERVERS/mcp-server-everything"
 EOF
 
-DSN="host=$PGHOST port=$PGPORT user=$PGUSER dbname=$db" CONFIG=$work/gateway.toml \
+DSN="host=$PGHOST port=$PGPORT user=pg_labels_mcp_bench dbname=$db" \
+CATALOG_DSN="host=$PGHOST port=$PGPORT user=$PGUSER dbname=$db" CONFIG=$work/gateway.toml \
 SERVERS=$MCP_SERVERS GATEWAY=$MCP_VENV/bin/pg-labels-mcp \
 CALLS=${MCP_BENCH_CALLS:-500} WARMUP=${MCP_BENCH_WARMUP:-50} \
 "$MCP_VENV/bin/python" - <<'PY'
@@ -52,7 +66,14 @@ calls, warmup = int(os.environ["CALLS"]), int(os.environ["WARMUP"])
 direct = StdioServerParameters(command=os.environ["SERVERS"] + "/mcp-server-everything")
 gateway = StdioServerParameters(
     command=os.environ["GATEWAY"],
-    args=["--database", os.environ["DSN"], "--config", os.environ["CONFIG"]],
+    args=[
+        "--database",
+        os.environ["DSN"],
+        "--catalog-database",
+        os.environ["CATALOG_DSN"],
+        "--config",
+        os.environ["CONFIG"],
+    ],
 )
 relaxed = gateway.model_copy(update={"env": {"PGOPTIONS": "-c synchronous_commit=off"}})
 

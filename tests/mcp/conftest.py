@@ -26,7 +26,8 @@ from psycopg import sql
 PLATFORM = "labels_mcp_platform"
 CATALOG = "labels_mcp_catalog"
 ALICE = "labels_mcp_alice"
-ROLES = (PLATFORM, CATALOG, ALICE)
+FINANCE = "labels_mcp_finance"
+ROLES = (PLATFORM, CATALOG, ALICE, FINANCE)
 
 SERVERS = Path(os.environ.get("MCP_SERVERS", ""))
 GATEWAY = os.environ.get("GATEWAY", "pg-labels-mcp")
@@ -55,24 +56,27 @@ def connect(conninfo: str | None = None) -> psycopg.Connection[Any]:
 
 
 def grant_roles(conn: psycopg.Connection[Any]) -> None:
-    """docs/mcp.md's roles: the platform role the sessions write as, the catalog role that
-    syncs pg_labels.tools, and an approver."""
+    """docs/mcp.md's roles: the platform role the sessions write as (granted exactly the
+    gateway's scope, acme/platform), the catalog role that syncs pg_labels.tools, an approver
+    for acme, and a second gateway's writer for acme/finance."""
     ident = sql.Identifier
     drop_roles(conn)
     for role in ROLES:
         conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(ident(role)))
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA pg_labels TO {}").format(ident(role)))
-    conn.execute(
-        sql.SQL(
-            "GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts, "
-            "pg_labels.shares, pg_labels.agent_versions TO {}"
-        ).format(ident(PLATFORM))
-    )
-    conn.execute(
-        sql.SQL(
-            "GRANT SELECT ON pg_labels.tools, pg_labels.listeners, pg_labels.approval_points TO {}"
-        ).format(ident(PLATFORM))
-    )
+    for writer in (PLATFORM, FINANCE):
+        conn.execute(
+            sql.SQL(
+                "GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts, "
+                "pg_labels.shares, pg_labels.agent_versions TO {}"
+            ).format(ident(writer))
+        )
+        conn.execute(
+            sql.SQL(
+                "GRANT SELECT ON pg_labels.tools, pg_labels.listeners, "
+                "pg_labels.approval_points TO {}"
+            ).format(ident(writer))
+        )
     conn.execute(
         sql.SQL("GRANT SELECT, INSERT, UPDATE ON pg_labels.tools TO {}").format(ident(CATALOG))
     )
@@ -81,6 +85,12 @@ def grant_roles(conn: psycopg.Connection[Any]) -> None:
             "GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) TO {}"
         ).format(ident(ALICE))
     )
+    # where each acts: a gateway's writer exactly its gateway's scope, the approver acme
+    for role, scope in ((PLATFORM, "acme/platform"), (FINANCE, "acme/finance"), (ALICE, "acme")):
+        conn.execute(
+            "INSERT INTO pg_labels.grants (role, scope) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+            [role, scope],
+        )
 
 
 def drop_roles(conn: psycopg.Connection[Any]) -> None:

@@ -20,6 +20,7 @@ import pytest
 
 from conftest import (
     ALICE,
+    FINANCE,
     INJECTED,
     PLATFORM,
     connect,
@@ -79,7 +80,9 @@ def test_settings_from_the_environment(tmp_path: Path, files: Path) -> None:
         "PG_LABELS_MCP_DATABASE": args[1],
         "PG_LABELS_MCP_CATALOG_DATABASE": args[3],
         "PG_LABELS_MCP_CONFIG": str(config),
-        "PG_LABELS_MCP_SCOPE": "acme/ops",
+        "PG_LABELS_MCP_SCOPE": "acme/platform/ops",
+        # (its role's grant, acme/platform, reaches beyond these sub-areas)
+        "PG_LABELS_MCP_ALLOW_WIDER_GRANTS": "1",
         "PG_LABELS_MCP_LABELS": "origin:event/mcp-client",
         "PG_LABELS_MCP_CHECK": "1",
     }
@@ -87,12 +90,12 @@ def test_settings_from_the_environment(tmp_path: Path, files: Path) -> None:
     done = subprocess.run([gateway], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == (
-        f"pg-labels-mcp: runs of agent {agent} in scope acme/ops "
+        f"pg-labels-mcp: runs of agent {agent} in scope acme/platform/ops "
         "carrying {origin:event/mcp-client}"
     )
     assert "fs.write_file" in done.stdout
     done = subprocess.run(
-        [gateway, "--scope", "acme/flag", "--agent", "flagged"],
+        [gateway, "--scope", "acme/platform/flag", "--agent", "flagged"],
         env=env,
         capture_output=True,
         text=True,
@@ -100,7 +103,7 @@ def test_settings_from_the_environment(tmp_path: Path, files: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].startswith(
-        "pg-labels-mcp: runs of agent flagged in scope acme/flag"
+        "pg-labels-mcp: runs of agent flagged in scope acme/platform/flag"
     )
     # a label the database would not parse stops it before anything starts
     bad = {**env, "PG_LABELS_MCP_LABELS": "origin:mcp-client"}
@@ -110,6 +113,67 @@ def test_settings_from_the_environment(tmp_path: Path, files: Path) -> None:
     del env["PG_LABELS_MCP_DATABASE"]
     done = subprocess.run([gateway], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "--database" in done.stderr
+
+
+def test_the_role_is_bound_to_the_gateway_scope(tmp_path: Path, files: Path) -> None:
+    """The gateway starts only when its database role's grants reach its scope and nothing
+    beyond it (unless allow_wider_grants says so): a leaked credential of an acme/platform
+    gateway is not a credential for acme/finance or globex."""
+    gateway = os.environ.get("GATEWAY", "pg-labels-mcp")
+
+    def check(config: Path, *more: str, database: str | None = None, **env: str) -> Any:
+        return subprocess.run(
+            [gateway, *gateway_args(config, database=database), "--check", *more],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    platform, _ = write_config(tmp_path / "gw.toml", files=files, everything=None)
+    finance, _ = write_config(
+        tmp_path / "finance.toml", files=files, everything=None, scope="acme/finance"
+    )
+    assert check(platform).returncode == 0
+    # a scope its grants do not reach: it would be refused at every run, so it does not start
+    done = check(finance)
+    assert done.returncode == 2, done.stderr
+    assert f"{PLATFORM} may not act in acme/finance" in done.stderr, done.stderr
+    # a role that reaches more than the gateway's scope
+    with connect() as conn:
+        conn.execute("INSERT INTO pg_labels.grants (role, scope) VALUES (%s, 'acme')", [PLATFORM])
+    try:
+        done = check(platform)
+        assert done.returncode == 2, done.stderr
+        assert "beyond the gateway's scope acme/platform: its grants reach acme." in done.stderr
+        assert "--allow-wider-grants" in done.stderr
+        allowed = check(platform, "--allow-wider-grants")
+        assert allowed.returncode == 0, allowed.stderr
+        assert "allow_wider_grants" in allowed.stderr  # said, even when allowed
+        allowed = check(platform, PG_LABELS_MCP_ALLOW_WIDER_GRANTS="1")
+        assert allowed.returncode == 0, allowed.stderr
+        wide, _ = write_config(
+            tmp_path / "wide.toml", files=files, everything=None, allow_wider_grants=True
+        )
+        assert check(wide).returncode == 0
+    finally:
+        with connect() as conn:
+            conn.execute(
+                "DELETE FROM pg_labels.grants WHERE role = %s AND scope = 'acme'", [PLATFORM]
+            )
+    assert check(platform).returncode == 0
+    # a superuser, or the tables' owner, acts everywhere
+    done = check(platform, database=dsn())
+    assert done.returncode == 2 and "it acts everywhere (" in done.stderr, done.stderr
+    # so does a role that reads past its grants (BYPASSRLS)
+    with connect() as conn:
+        conn.execute(f"ALTER ROLE {PLATFORM} BYPASSRLS")
+    try:
+        done = check(platform)
+        assert done.returncode == 2 and "BYPASSRLS: it reads every" in done.stderr, done.stderr
+    finally:
+        with connect() as conn:
+            conn.execute(f"ALTER ROLE {PLATFORM} NOBYPASSRLS")
 
 
 async def test_untrusted_client_origin(tmp_path: Path, files: Path) -> None:
@@ -288,7 +352,8 @@ async def test_sessions_keep_separate_runs_and_scopes(tmp_path: Path, files: Pat
     finance, finance_agent = write_config(
         tmp_path / "finance.toml", files=files, everything=None, scope="acme/finance"
     )
-    with http_gateway(gateway_args(config)) as url, http_gateway(gateway_args(finance)) as f_url:
+    finance_args = gateway_args(finance, database=dsn(FINANCE))
+    with http_gateway(gateway_args(config)) as url, http_gateway(finance_args) as f_url:
         async with http_session(url) as a, http_session(url) as b, http_session(f_url) as c:
             read = await a.call_tool("fs.read_text_file", {"path": str(files / "inject.txt")})
             assert not read.is_error

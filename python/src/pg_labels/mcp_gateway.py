@@ -93,6 +93,7 @@ class Config:
     listen: str | None = None
     call_timeout: float = 60.0
     db_timeout: float = 10.0
+    allow_wider_grants: bool = False
 
 
 def _str(table: Mapping[str, Any], key: str, where: str) -> str | None:
@@ -129,6 +130,7 @@ def load_config(path: str | None, config: Config | None = None) -> Config:
     labels = ["origin:event/mcp-client"]  # what each session's run carries from the start
     call_timeout = 60                   # seconds an upstream has to answer a call
     db_timeout = 10                     # seconds the database has for each statement
+    allow_wider_grants = false          # start although the role's grants reach beyond scope
 
     [upstreams.fs]
     command = "npx"
@@ -156,6 +158,10 @@ def load_config(path: str | None, config: Config | None = None) -> Config:
     for key in ("call_timeout", "db_timeout"):
         if key in data:
             setattr(config, key, _seconds(data[key], key))
+    if "allow_wider_grants" in data:
+        if not isinstance(data["allow_wider_grants"], bool):
+            raise ValueError("allow_wider_grants must be true or false")
+        config.allow_wider_grants = data["allow_wider_grants"]
     upstreams = data.get("upstreams", {})
     if not isinstance(upstreams, dict):
         raise ValueError("[upstreams] must be a table of upstream servers")
@@ -204,6 +210,26 @@ def load_config(path: str | None, config: Config | None = None) -> Config:
 # ---------------------------------------------------------------------------------------------
 # The gateway
 # ---------------------------------------------------------------------------------------------
+
+# Where the gateway's database role acts: whether it acts everywhere (it owns the platform's
+# tables, or is a superuser: a member of every role) and the scopes its grants give it.
+# Also what lets a role read or write past its grants: BYPASSRLS (it reads every company's
+# rows), CREATEROLE (it may grant itself other roles), SET on session_replication_role (its
+# writes skip the triggers; PostgreSQL 15 and later).
+_REACH = """
+SELECT current_user::text,
+       pg_has_role(current_user, c.relowner, 'MEMBER'),
+       array(SELECT s::text FROM pg_labels.granted_scopes() s ORDER BY 1),
+       r.rolbypassrls,
+       r.rolcreaterole
+  FROM pg_catalog.pg_class c, pg_catalog.pg_roles r
+ WHERE c.oid = 'pg_labels.runs'::regclass AND r.rolname = current_user
+"""
+_REPLICA = "SELECT has_parameter_privilege('session_replication_role', 'SET')"
+
+
+def _quoted(text: str) -> str:
+    return text.replace("'", "''")
 
 
 def _unwrap(err: BaseException) -> BaseException:
@@ -289,7 +315,15 @@ class Gateway:
 
     @contextlib.asynccontextmanager
     async def connected(self) -> AsyncIterator[Gateway]:
-        """Connect to every upstream, list their tools and sync the catalog."""
+        """Check where the database role acts, connect to every upstream, list their tools and
+        sync the catalog."""
+        try:
+            with anyio.fail_after(self.config.db_timeout * 3):
+                await self.check_reach()
+        except psycopg.Error as err:
+            raise GatewayError(
+                f"where the database role may act could not be read: {_leaf(err)}"
+            ) from err
         async with contextlib.AsyncExitStack() as stack:
             for upstream in self.config.upstreams:
                 try:
@@ -317,6 +351,64 @@ class Gateway:
                         "--catalog-database a role that may insert and update pg_labels.tools"
                     ) from err
             yield self
+
+    async def check_reach(self) -> None:
+        """Refuse to start unless the ``--database`` role's grants reach the configured scope,
+        and (without ``allow_wider_grants``) reach nothing beyond it: a leaked credential of
+        this gateway then writes and reads this gateway's scope and no other (docs/mcp.md)."""
+        async with await psycopg.AsyncConnection.connect(
+            self.config.database,
+            autocommit=True,
+            connect_timeout=max(1, int(self.config.db_timeout)),
+        ) as conn:
+            cur = await conn.execute(_REACH)
+            row = await cur.fetchone()
+            replica = None
+            if conn.info.server_version >= 150000:
+                cur = await conn.execute(_REPLICA)
+                replica = await cur.fetchone()
+        assert row is not None
+        role, everywhere, granted = row[0], bool(row[1]), [Scope(s) for s in row[2]]
+        powers = [
+            what
+            for what, held in (
+                ("BYPASSRLS: it reads every company's rows", row[3]),
+                ("CREATEROLE: it may grant itself other roles", row[4]),
+                (
+                    "SET on session_replication_role: its writes may skip the triggers",
+                    bool(replica and replica[0]),
+                ),
+            )
+            if held
+        ]
+        scope = Scope(self.config.scope)
+        if not everywhere and not any(g.reaches(scope) for g in granted):
+            raise GatewayError(
+                f"the database role {role} may not act in {scope}, the gateway's scope: no "
+                f"grant of it reaches there (the DBA grants it: INSERT INTO pg_labels.grants "
+                f"(role, scope) VALUES ('{_quoted(role)}', '{scope}'))"
+            )
+        outside = [str(g) for g in granted if not scope.reaches(g)]
+        wider = (
+            ["it acts everywhere (it owns the platform's tables or is a superuser)"]
+            if everywhere
+            else ([f"its grants reach {', '.join(outside)}"] if outside else []) + powers
+        )
+        if wider and not self.config.allow_wider_grants:
+            raise GatewayError(
+                f"the database role {role} acts beyond the gateway's scope {scope}: "
+                f"{'; '.join(wider)}. A leaked credential of this gateway would read and write "
+                f"there too. Give the gateway a role granted exactly {scope}, with none of "
+                "these (docs/mcp.md), or start it with --allow-wider-grants"
+            )
+        if wider:
+            log.warning(
+                "the database role %s acts beyond the gateway's scope %s: %s (allowed by "
+                "allow_wider_grants)",
+                role,
+                scope,
+                "; ".join(wider),
+            )
 
     async def _connect(self, stack: contextlib.AsyncExitStack, upstream: Upstream) -> None:
         if upstream.url is not None:
@@ -667,12 +759,21 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--call-timeout", type=float, help="seconds an upstream has for a call")
     p.add_argument("--db-timeout", type=float, help="seconds the database has for a statement")
     p.add_argument(
+        "--allow-wider-grants",
+        action="store_true",
+        help="start although the --database role's grants reach beyond --scope",
+    )
+    p.add_argument(
         "--check",
         action="store_true",
         help="connect to everything, sync and print the catalog it would enforce, and exit",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO to stderr")
     return p
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "") not in ("", "0", "false")
 
 
 def _settings(argv: Sequence[str] | None) -> tuple[Config, bool, bool]:
@@ -693,7 +794,9 @@ def _settings(argv: Sequence[str] | None) -> tuple[Config, bool, bool]:
         value = getattr(ns, key) or env.get(ENV_PREFIX + key.upper())
         if value:
             setattr(config, key, _seconds(value, key))
-    check = ns.check or env.get(ENV_PREFIX + "CHECK", "") not in ("", "0", "false")
+    if ns.allow_wider_grants or _flag(env.get(ENV_PREFIX + "ALLOW_WIDER_GRANTS")):
+        config.allow_wider_grants = True
+    check = ns.check or _flag(env.get(ENV_PREFIX + "CHECK"))
     return config, check, ns.verbose
 
 
