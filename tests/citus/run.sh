@@ -82,6 +82,8 @@ q $C postgres <<'SQL' >/dev/null
 GRANT USAGE ON SCHEMA pg_labels TO agent_svc;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO agent_svc;
 GRANT SELECT ON pg_labels.tools TO agent_svc;
+-- the platform's writer of every company (the suite writes acme's and globex's runs with it)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('agent_svc', '*');
 INSERT INTO pg_labels.tools (name, effect, trusted_output) VALUES
     ('crm.read', 'read', true), ('web.fetch', 'read', false),
     ('stripe.refund', 'financial', false), ('ticket.update', 'reversible_write', true);
@@ -134,6 +136,7 @@ GRANT USAGE ON SCHEMA pg_labels TO dpo;
 SELECT run_command_on_workers('GRANT USAGE ON SCHEMA pg_labels TO dpo');
 GRANT EXECUTE ON FUNCTION pg_labels.authorize_crossing(scope, scope, text, timestamptz),
                           pg_labels.revoke_crossing(bigint, text) TO dpo;
+INSERT INTO pg_labels.grants (role, scope) VALUES ('dpo', '*');
 SQL
 RA=00000000-0000-0000-0000-0000000000d1
 # the other company's runs on another worker than RA's
@@ -172,6 +175,32 @@ check "after the revocation, the other company's read is refused (23L01)" "23L01
     "$(sqlstate $C agent_svc "INSERT INTO pg_labels.steps (run_id, kind, artifact_id) VALUES ('$RC', 'context_read', '$ART')")"
 check "... and a new share too" "23L01" \
     "$(sqlstate 9701 agent_svc "INSERT INTO pg_labels.shares (artifact_id, to_scope) VALUES ('$ART', 'globex')")"
+
+echo "== a writer bound to its company: grants are a reference table, decided on the node that writes"
+q $C postgres <<'SQL' >/dev/null
+CREATE ROLE acme_svc LOGIN;
+GRANT USAGE ON SCHEMA pg_labels TO acme_svc;
+SELECT run_command_on_workers('GRANT USAGE ON SCHEMA pg_labels TO acme_svc');
+GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO acme_svc;
+INSERT INTO pg_labels.grants (role, scope) VALUES ('acme_svc', 'acme');
+SQL
+GLOBEX_NODE=$(q $C postgres -c "SELECT $(node_of "'$RB'::uuid")")
+check "acme's writer writes a step of acme's run" "planned" \
+    "$(q $C acme_svc -c "INSERT INTO pg_labels.steps (run_id, kind) VALUES ('$RA', 'planned') RETURNING kind")"
+check "on the worker that holds globex's run, acme's writer is refused its step as for a run that does not exist" \
+    "$(sqlstate "$GLOBEX_NODE" acme_svc "INSERT INTO pg_labels.steps (run_id, kind) VALUES ('00000000-0000-0000-0000-0000000000fe', 'planned')")" \
+    "$(sqlstate "$GLOBEX_NODE" acme_svc "INSERT INTO pg_labels.steps (run_id, kind) VALUES ('$RB', 'planned')")"
+check "... which is 23503" "23503" \
+    "$(sqlstate "$GLOBEX_NODE" acme_svc "INSERT INTO pg_labels.steps (run_id, kind) VALUES ('$RB', 'planned')")"
+check "... and it may not open a globex run (42501)" "42501" \
+    "$(sqlstate "$GLOBEX_NODE" acme_svc "INSERT INTO pg_labels.runs (scope) VALUES ('globex/ops')")"
+check "acme's writer reads acme's runs and steps, no globex row (through the coordinator and a worker)" "t|0|0|0" \
+    "$(q $C acme_svc -c "SELECT count(*) > 0 AND bool_and(scope <@ 'acme') FROM pg_labels.runs")|$(
+       q $C acme_svc -c "SELECT count(*) FROM pg_labels.steps WHERE run_id IN ('$RB', '$RC')")|$(
+       q $C acme_svc -c "SELECT count(*) FROM pg_labels.runs WHERE scope <@ 'globex'")|$(
+       q "$GLOBEX_NODE" acme_svc -c "SELECT count(*) FROM pg_labels.steps WHERE run_id = '$RB'")"
+check "... while the writer of every company reads globex's" "t" \
+    "$(q "$GLOBEX_NODE" agent_svc -c "SELECT count(*) > 0 FROM pg_labels.steps WHERE run_id = '$RB'")"
 q $C agent_svc -c "INSERT INTO pg_labels.agent_versions (agent, version, scope, steps) VALUES
     ('support-bot', 1, 'acme/support', '{\"steps\": [{\"id\": \"r\", \"tool\": \"crm.read\", \"inputs\": [\"source:slack\"]}]}')" >/dev/null
 check "a published agent whose untrusted input reaches a financial tool is refused (23L02)" "23L02" \
@@ -189,6 +218,7 @@ CREATE ROLE alice LOGIN;
 GRANT USAGE ON SCHEMA pg_labels TO alice;
 SELECT run_command_on_workers('GRANT USAGE ON SCHEMA pg_labels TO alice');
 GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) TO alice;
+INSERT INTO pg_labels.grants (role, scope) VALUES ('alice', 'acme');
 GRANT SELECT, INSERT ON pg_labels.listeners TO agent_svc;
 SQL
 RD=00000000-0000-0000-0000-0000000000d4
