@@ -17,8 +17,8 @@ GRANT USAGE ON SCHEMA pg_labels TO demo_platform, demo_alice;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO demo_platform;
 GRANT SELECT ON pg_labels.tools, pg_labels.listeners TO demo_platform;
 GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) TO demo_alice;
--- the scope the platform writes for: its refused writes that name no run are read there
-INSERT INTO pg_labels.grants (role, scope) VALUES ('demo_platform', 'acme/platform');
+-- where each acts (and the platform reads): its grants in pg_labels.grants
+INSERT INTO pg_labels.grants (role, scope) VALUES ('demo_platform', 'acme/platform'), ('demo_alice', 'acme');
 
 SET ROLE demo_platform;
 \echo '== A Slack message in channel T01/C02 opens a run of support-bot in acme/platform'

@@ -11,6 +11,8 @@ GRANT SELECT ON pg_labels.crossings TO demo_bob, demo_platform;
 GRANT SELECT, INSERT ON pg_labels.artifacts, pg_labels.shares TO demo_platform;
 GRANT EXECUTE ON FUNCTION pg_labels.authorize_crossing(scope, scope, text, timestamptz),
                           pg_labels.revoke_crossing(bigint, text) TO demo_bob;
+-- each acts only where its grants reach: bob in acme; the platform writes finance-bot's runs too
+INSERT INTO pg_labels.grants (role, scope) VALUES ('demo_bob', 'acme'), ('demo_platform', 'acme/finance');
 
 SET ROLE demo_platform;
 \echo '== finance-bot, in acme/finance, writes a summary of the refund policy and publishes it as an artifact'

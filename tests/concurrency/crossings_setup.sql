@@ -9,6 +9,7 @@ GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts, pg
 GRANT SELECT ON pg_labels.tools, pg_labels.crossings TO stress_platform, stress_bob;
 GRANT EXECUTE ON FUNCTION pg_labels.authorize_crossing(scope, scope, text, timestamptz),
                           pg_labels.revoke_crossing(bigint, text) TO stress_bob;
+INSERT INTO pg_labels.grants (role, scope) VALUES ('stress_platform', 'acme'), ('stress_bob', 'acme');
 INSERT INTO pg_labels.tools (name, effect, trusted_output) VALUES ('stress.search', 'read', true);
 INSERT INTO pg_labels.runs (id, scope) VALUES ('f0000000-0000-0000-0000-000000000000', 'acme/finance');
 INSERT INTO pg_labels.runs (id, scope) SELECT md5(i::text)::uuid, 'acme/platform' FROM generate_series(1, 40) i;

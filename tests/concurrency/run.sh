@@ -84,6 +84,7 @@ echo "concurrency: crossings ok ($used steps under crossings, $refused refused, 
 flood_setup=(-c "CREATE EXTENSION pg_labels" -c "CREATE ROLE stress_platform"
     -c "GRANT USAGE ON SCHEMA pg_labels TO stress_platform"
     -c "GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO stress_platform"
+    -c "INSERT INTO pg_labels.grants (role, scope) VALUES ('stress_platform', 'acme')"
     -c "INSERT INTO pg_labels.tools (name, effect) VALUES ('flood.pay', 'financial')"
     -c "INSERT INTO pg_labels.runs (id, scope) VALUES ('f1000000-0000-0000-0000-000000000001', 'acme/ops')"
     -c "INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('f1000000-0000-0000-0000-000000000001', 'input', '{origin:webhook}')"
@@ -174,6 +175,7 @@ echo "concurrency: flood ok ($made refusals, all recorded in $logged, none throu
 "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d $DB "${flood_setup[@]}" \
     -c "CREATE ROLE stress_other" -c "GRANT USAGE ON SCHEMA pg_labels TO stress_other" \
     -c "GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO stress_other" \
+    -c "INSERT INTO pg_labels.grants (role, scope) VALUES ('stress_other', 'acme')" \
     -c "CREATE TABLE big AS SELECT g AS n FROM generate_series(1, 400000) g" \
     -c "ALTER TABLE big SET (parallel_workers = 4)" -c "ANALYZE big" -c "GRANT SELECT ON big TO stress_other" >/dev/null
 echo "SET ROLE stress_platform; SELECT try_pay(1);" >"$here/.flood16.sql"

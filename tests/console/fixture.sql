@@ -41,7 +41,13 @@ SELECT pg_labels.request_approval(:'hostile_run', '<img src=x onerror=alert("too
 SELECT pg_labels.request_approval(:'hostile_run', 'tickets.update', '{"ticket": 4322, "status": "closed"}') AS self_try;
 SELECT decision, rule FROM pg_labels.gate(:'hostile_run', '<svg onload=alert("unknown")>', '{"x": "<u>y</u>"}');
 
--- another company's run, with a pending request of its own
+-- another company's run, with a pending request of its own, by globex's own writer
+RESET ROLE;
+CREATE ROLE console_globex_writer;
+GRANT USAGE ON SCHEMA pg_labels TO console_globex_writer;
+GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO console_globex_writer;
+INSERT INTO pg_labels.grants (role, scope) VALUES ('console_globex_writer', 'globex');
+SET ROLE console_globex_writer;
 INSERT INTO pg_labels.runs (agent, scope) VALUES ('globex-bot', 'globex/support') RETURNING id AS globex_run \gset
 INSERT INTO pg_labels.steps (run_id, kind, labels, args) VALUES (:'globex_run', 'input', '{origin:slack/G1}', '{"text": "globex secret plan"}');
 SELECT pg_labels.request_approval(:'globex_run', 'tickets.update', '{"ticket": 9, "status": "closed"}') AS globex_request;

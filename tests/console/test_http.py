@@ -223,6 +223,23 @@ def test_deciding_as_the_writer_shows_the_database_s_refusal(ids: dict[str, Any]
     assert pending(ids["self_try"])
 
 
+def test_another_company_s_request_is_answered_as_a_missing_one(ids: dict[str, Any]) -> None:
+    """An approver of acme posts globex's request id (not in its queue): the database answers
+    exactly as for an id that does not exist, and the request stays pending."""
+    answers = []
+    with signed_in("console_apo", "acme") as c:
+        for request in (ids["globex_request"], 987654321):
+            token = csrf_of(c.get("/approvals").text)
+            r = c.post(f"/approvals/{request}", data={"csrf": token, "decision": "grant", "reason": "probe"})
+            assert r.status_code == 303
+            page = c.get("/approvals").text
+            [said] = [line for line in page.splitlines() if "The database refused to decide request" in line]
+            answers.append(said.replace(str(request), "N"))
+    assert answers[0] == answers[1], answers
+    assert "23503" in answers[0]
+    assert pending(ids["globex_request"])
+
+
 # -- hostile values ---------------------------------------------------------------------------
 
 class Elements(HTMLParser):

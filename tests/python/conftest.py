@@ -83,8 +83,17 @@ def database() -> Iterator[None]:
             )
         )
         conn.execute(
-            "INSERT INTO pg_labels.grants (role, scope) VALUES (%s, 'acme/platform')", [ANALYST]
+            "INSERT INTO pg_labels.grants (role, scope) VALUES (%s, 'acme/platform') "
+            "ON CONFLICT DO NOTHING",
+            [ANALYST],
         )
+        # where the writer and the approver act: the company whose areas the tests use
+        for role in (PLATFORM, ALICE):
+            conn.execute(
+                "INSERT INTO pg_labels.grants (role, scope) VALUES (%s, 'acme') "
+                "ON CONFLICT DO NOTHING",
+                [role],
+            )
     yield
     with connect(autocommit=True) as conn:
         _drop_roles(conn)

@@ -112,6 +112,12 @@ def test_runs_not_opened(platform: Platform) -> None:
     assert c.value.constraint == "runs_scope_check"
     rid = uuid.uuid4()
     assert platform.open_run("bot", "acme", run_id=str(rid)).id == rid
+    # the writer's grant is acme: another company's scope is refused, naming the scope
+    with pytest.raises(Refusal) as g:
+        platform.open_run("bot", "globex/support")
+    assert (g.value.sqlstate, g.value.constraint) == ("42501", "scope_not_granted")
+    assert g.value.rule is None
+    assert "may not open a run in scope globex/support" in g.value.message
 
 
 def test_sharing(platform: Platform) -> None:

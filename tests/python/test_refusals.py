@@ -127,8 +127,11 @@ def test_run_not_opened_and_checks() -> None:
         )
         assert (r.sqlstate, r.constraint, r.rule) == ("23514", "steps_shape_check", None)
 
-        r = refused(conn, "SELECT pg_labels.enter_scope('acme')", [])
+        # (the writer's grant is acme: it may not enter globex)
+        r = refused(conn, "SELECT pg_labels.enter_scope('globex')", [])
         assert r.sqlstate == "42501" and r.table == "grants"
+        r = refused(conn, "INSERT INTO pg_labels.runs (agent, scope) VALUES ('b', 'globex/x')", [])
+        assert (r.sqlstate, r.constraint, r.table) == ("42501", "scope_not_granted", "grants")
 
 
 def test_not_refusals() -> None:

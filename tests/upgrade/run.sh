@@ -80,14 +80,22 @@ for script in "$ROOT"/sql/released/pg_labels--*.sql; do
     # (0.3.0's steps and shares have carried_scope already: left out on both sides, as the
     # runs' and artifacts' are new)
     case $from in
-        0.3.0) SNAPSHOT_DROP="{slot,carried_scope}" data_snapshot -d "$db" >"$work/before" ;;
+        0.3.0) SNAPSHOT_DROP="{slot,carried_scope,run_scope}" data_snapshot -d "$db" >"$work/before" ;;
         *) data_snapshot -d "$db" >"$work/before" ;;
     esac
     grep -c "" "$work/before" | xargs echo "data snapshot lines:"
 
-    q -d "$db" -c "ALTER EXTENSION pg_labels UPDATE"
+    q -d "$db" -c "ALTER EXTENSION pg_labels UPDATE" 2>"$work/notices"
     [ "$(q -d "$db" -At -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_labels'")" = "$current" ] ||
         fail "$from: not at $current after the update"
+    # 0.3.1 binds every role to its grants: the update gives * to each role that wrote,
+    # approved or recorded crossings (the workload's writer, approver and authorizer), and says so
+    # (a WARNING each: ALTER EXTENSION shows no NOTICE of its script)
+    star=$(q -d "$db" -At -c "SELECT string_agg(role, ',' ORDER BY role) FROM pg_labels.grants WHERE scope = '*' AND NOT enters")
+    [ "$star" = "dump_alice,dump_bob,dump_platform" ] || fail "$from: the update granted * to [$star]"
+    [ "$(grep -c 'granted \* (every company) in pg_labels.grants, as it acted before' "$work/notices")" = 3 ] ||
+        fail "$from: the update's WARNINGs do not name the three roles it granted *: $(cat "$work/notices")"
+    echo "grants: * for the writer, the approver and the crossing authorizer, each named in a WARNING"
 
     # what was there is unchanged; what later releases add is left out of this comparison and
     # checked below: 0.2.0 the hash chains' columns, the digests, the trail's proofs, Citus;
@@ -96,18 +104,22 @@ for script in "$ROOT"/sql/released/pg_labels--*.sql; do
     # write claimed (attempted)
     case $from in
         0.1.0)
-            added_columns="slot,prev_hash,hash,opened_labels,chain_head,chain_slot,chain_cut,chain_cut_length,carried_scope,attempted"
+            added_columns="slot,prev_hash,hash,opened_labels,chain_head,chain_slot,chain_cut,chain_cut_length,carried_scope,attempted,run_scope,enters"
             added_objects="digests|digests_id_seq|verify|verify_all|ledger_digest|verify_digest|prove|start_chains|distribute|shard_sequence|refused_writes|refused_writes_id_seq" ;;
         0.2.0)
-            added_columns="slot,carried_scope,attempted"  # (the ring slot is left out of every snapshot)
+            added_columns="slot,carried_scope,attempted,run_scope,enters"  # (the ring slot is left out of every snapshot)
             added_objects="refused_writes|refused_writes_id_seq" ;;
         *)
-            added_columns="slot,carried_scope,attempted"
+            added_columns="slot,carried_scope,attempted,run_scope,enters"
             added_objects="NONE" ;;
     esac
-    SNAPSHOT_DROP="{$added_columns}" data_snapshot -d "$db" |
+    # (compared without the grants of * the update added: in a copy of the database)
+    q -d postgres -c "CREATE DATABASE upgrade_compared TEMPLATE $db"
+    q -d upgrade_compared -c "DELETE FROM pg_labels.grants WHERE scope = '*'" >/dev/null
+    SNAPSHOT_DROP="{$added_columns}" data_snapshot -d upgrade_compared |
         grep -Ev "^(acl|sequence|rows) (pg_labels\.)?($added_objects)[ (:]" \
         >"$work/after_comparable"
+    q -d postgres -c "DROP DATABASE upgrade_compared"
     diff -u "$work/before" "$work/after_comparable" || fail "$from: rows, sequences or privileges changed"
     echo "data: the same"
     data_snapshot -d "$db" >"$work/after"
@@ -131,6 +143,25 @@ for script in "$ROOT"/sql/released/pg_labels--*.sql; do
 
     enforced -d "$db"
     echo "enforcement: on"
+
+    # as before the update, the writer opens a run of any company; narrowed to acme as
+    # docs/operations.md shows, it opens acme's and no longer globex's
+    q -d "$db" -c "SET ROLE dump_platform" -c "INSERT INTO pg_labels.runs (scope) VALUES ('globex/ops')" >/dev/null ||
+        fail "$from: after the update the writer no longer opens a run of another company"
+    q -d "$db" -c "BEGIN" -c "DELETE FROM pg_labels.grants WHERE role = 'dump_platform' AND scope = '*'" \
+        -c "INSERT INTO pg_labels.grants (role, scope) VALUES ('dump_platform', 'acme') ON CONFLICT DO NOTHING" -c "COMMIT" >/dev/null
+    q -d "$db" -c "SET ROLE dump_platform" -c "INSERT INTO pg_labels.runs (scope) VALUES ('acme/ops')" >/dev/null ||
+        fail "$from: narrowed to acme, the writer cannot open an acme run"
+    if q -d "$db" -c "SET ROLE dump_platform" -c "INSERT INTO pg_labels.runs (scope) VALUES ('globex/ops')" 2>"$work/err" >/dev/null ||
+        ! grep -q "may not open a run in scope globex/ops" "$work/err"; then
+        fail "$from: narrowed to acme, the writer still opens a globex run: $(cat "$work/err")"
+    fi
+    echo "grants: the writer acts everywhere until narrowed; narrowed, only in acme"
+    # what the update granted lets no role enter a scope it could not enter before
+    if q -d "$db" -c "SET ROLE dump_alice" -c "SELECT pg_labels.enter_scope('*')" >/dev/null 2>&1; then
+        fail "$from: after the update the approver enters *"
+    fi
+    echo "grants: the * the update gave enters no scope"
 
     # the DBA's protected table stays closed when the extension goes (the guard policy)
     # (as the README's removal says: the trail holds rows, so on purpose, after a backup)

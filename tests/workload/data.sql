@@ -7,6 +7,12 @@ INSERT INTO pg_labels.tools (name, effect, trusted_output) VALUES
   ('d.read', 'read', false), ('d.search', 'read', true), ('d.update', 'reversible_write', false), ('d.pay', 'financial', false);
 INSERT INTO pg_labels.listeners (agent, scope, event) VALUES ('bot', 'acme/ops', 'e');
 INSERT INTO pg_labels.grants (role, scope) VALUES ('dump_analyst', 'acme/ops');
+-- where the others act, on a release that binds them to their grants (0.3.1: its trail has
+-- run_scope); an installation of an earlier release gets * for them from ALTER EXTENSION UPDATE
+INSERT INTO pg_labels.grants (role, scope)
+SELECT role, scope::scope
+  FROM (VALUES ('dump_platform', 'acme'), ('dump_alice', 'acme'), ('dump_bob', 'acme'), ('dump_bob', 'globex')) AS g (role, scope)
+ WHERE EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'pg_labels.steps'::regclass AND attname = 'run_scope');
 
 SET ROLE dump_platform;
 INSERT INTO pg_labels.runs (id, agent, scope, listener_id) VALUES ('e0000000-0000-0000-0000-000000000001', 'bot', 'acme/ops', 1);
