@@ -53,6 +53,7 @@ CREATE ROLE bench_platform;
 GRANT USAGE ON SCHEMA pg_labels TO bench_platform;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO bench_platform;
 GRANT SELECT ON pg_labels.tools TO bench_platform;
+INSERT INTO pg_labels.grants (role, scope) VALUES ('bench_platform', 'acme/platform');
 CREATE ROLE bench_analyst LOGIN PASSWORD 'bench-secret';
 GRANT USAGE ON SCHEMA pg_labels TO bench_analyst;
 GRANT SELECT ON pg_labels.runs, pg_labels.steps, pg_labels.grants, pg_labels.tools, pg_labels.refusals,

@@ -67,6 +67,8 @@ CREATE EXTENSION pg_labels;
 CREATE ROLE platform; CREATE ROLE attacker;
 GRANT USAGE ON SCHEMA pg_labels TO platform, attacker;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO platform, attacker;
+-- where they act (0.3.1 binds writers to their grants; on 0.3.0 an analyst's grant, unused)
+INSERT INTO pg_labels.grants (role, scope) VALUES ('platform', 'acme'), ('attacker', 'acme');
 INSERT INTO pg_labels.tools (name, effect) VALUES ('flood.pay', 'financial'), ('flood.read', 'read');
 -- the platform's 100 runs (trusted), the attacker's one (untrusted data in it)
 INSERT INTO pg_labels.runs (id, scope) SELECT md5('r' || i)::uuid, 'acme/ops' FROM generate_series(1, 100) i;

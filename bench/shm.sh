@@ -24,6 +24,7 @@ CREATE EXTENSION pg_labels;
 CREATE ROLE attacker;
 GRANT USAGE ON SCHEMA pg_labels TO attacker;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps TO attacker;
+INSERT INTO pg_labels.grants (role, scope) VALUES ('attacker', 'acme');
 INSERT INTO pg_labels.tools (name, effect) VALUES ('flood.pay', 'financial');
 INSERT INTO pg_labels.runs (id, scope) VALUES ('f1000000-0000-0000-0000-000000000001', 'acme/ops');
 INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('f1000000-0000-0000-0000-000000000001', 'input', '{origin:webhook}');
