@@ -46,11 +46,12 @@ agent = "bench"
 scope = "acme/platform"
 [upstreams.everything]
 command = "$MCP_SERVERS/mcp-server-everything"
+trust_annotations = true
 EOF
 
 DSN="host=$PGHOST port=$PGPORT user=pg_labels_mcp_bench dbname=$db" \
 CATALOG_DSN="host=$PGHOST port=$PGPORT user=$PGUSER dbname=$db" CONFIG=$work/gateway.toml \
-SERVERS=$MCP_SERVERS GATEWAY=$MCP_VENV/bin/pg-labels-mcp \
+SERVERS=$MCP_SERVERS GATEWAY=${MCP_BENCH_GATEWAY:-$MCP_VENV/bin/pg-labels-mcp} \
 CALLS=${MCP_BENCH_CALLS:-500} WARMUP=${MCP_BENCH_WARMUP:-50} \
 "$MCP_VENV/bin/python" - <<'PY'
 import contextlib

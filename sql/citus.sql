@@ -108,7 +108,8 @@ BEGIN
 
     -- 5. The catalogs on every node; runs and the trail spread by run, each run's steps with it.
     PERFORM pg_catalog.create_reference_table(t)
-       FROM pg_catalog.unnest(ARRAY['pg_labels.tools', 'pg_labels.grants', 'pg_labels.listeners',
+       FROM pg_catalog.unnest(ARRAY['pg_labels.tools', 'pg_labels.tool_namespaces', 'pg_labels.tool_definitions',
+                                    'pg_labels.grants', 'pg_labels.listeners',
                                     'pg_labels.agent_versions', 'pg_labels.crossings',
                                     'pg_labels.artifacts', 'pg_labels.shares',
                                     'pg_labels.carry_key']::pg_catalog.regclass[]) t;

@@ -46,6 +46,25 @@ CREATE FUNCTION pg_labels.tools_change() RETURNS trigger
 COMMENT ON FUNCTION pg_labels.tools_change() IS
     'Before a change to the tool catalog: waits for the decisions in flight (EXCLUSIVE on pg_labels.tools; decisions hold ROW SHARE)';
 
+-- May the current role write this tool as this owner: the owner's claim of the tool's
+-- namespace is the current role's (or a role it is a member of). The tools' policies call it
+-- (PL/pgSQL: made before the table it reads, and on a Citus worker's copy, whose tables come
+-- with distribute())
+CREATE FUNCTION pg_labels.tool_claimed(tool text, owner text) RETURNS boolean
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $claimed$
+BEGIN
+    RETURN owner IS NOT NULL AND pg_catalog.strpos(tool, '.') > 1
+       AND EXISTS (SELECT 1 FROM pg_labels.tool_namespaces n
+                    WHERE n.namespace = pg_catalog.split_part(tool, '.', 1) AND n.owner = tool_claimed.owner
+                      AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
+                                   WHERE r.rolname = n.role AND pg_catalog.pg_has_role(r.oid, 'MEMBER')));
+END
+$claimed$;
+COMMENT ON FUNCTION pg_labels.tool_claimed(text, text) IS
+    'Whether the current role may write the tool as the owner: the owner claimed the tool''s namespace for this role (tool_namespaces)';
+
 CREATE FUNCTION pg_labels.granted_scopes() RETURNS TABLE (scope @extschema@.scope)
 AS 'MODULE_PATHNAME', 'pgl_granted_scopes' LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION pg_labels.granted_scopes() IS

@@ -486,7 +486,8 @@ BEGIN
 
     -- 5. The catalogs on every node; runs and the trail spread by run, each run's steps with it.
     PERFORM pg_catalog.create_reference_table(t)
-       FROM pg_catalog.unnest(ARRAY['pg_labels.tools', 'pg_labels.grants', 'pg_labels.listeners',
+       FROM pg_catalog.unnest(ARRAY['pg_labels.tools', 'pg_labels.tool_namespaces', 'pg_labels.tool_definitions',
+                                    'pg_labels.grants', 'pg_labels.listeners',
                                     'pg_labels.agent_versions', 'pg_labels.crossings',
                                     'pg_labels.artifacts', 'pg_labels.shares',
                                     'pg_labels.carry_key']::pg_catalog.regclass[]) t;
@@ -494,6 +495,146 @@ BEGIN
     PERFORM pg_catalog.create_distributed_table('pg_labels.steps', 'run_id', colocate_with => 'pg_labels.runs');
 END
 $distribute$;
+
+-- The tool catalog has owners (issue 47): who set a tool's effect (NULL: the DBA), the digest of
+-- its definition as accepted, the namespaces gateways claim and the definitions they were
+-- offered. Rows of 0.3.0 are the DBA's (owner NULL): a gateway's catalog role changes none of
+-- them until the DBA gives them to it (UPDATE pg_labels.tools SET owner = ... , docs/mcp.md).
+ALTER TABLE pg_labels.tools
+    ADD COLUMN owner text CONSTRAINT tools_owner_check CHECK (owner <> '' AND owner !~ '[[:cntrl:]]'),
+    ADD COLUMN definition_digest text;
+COMMENT ON COLUMN pg_labels.tools.owner IS
+    'Who set the effect: NULL for the DBA (the tables'' owner), else the gateway that claimed the tool''s namespace (tool_namespaces); only they change the row';
+COMMENT ON COLUMN pg_labels.tools.definition_digest IS
+    'SHA-256 (hex) of the tool''s definition as accepted (name, title, description, schemas, annotations; tool_definitions): a gateway refuses the tool while its upstream offers another';
+
+-- May the current role write this tool as this owner: the owner's claim of the tool's
+-- namespace is the current role's (or a role it is a member of). The tools' policies call it
+-- (PL/pgSQL: made before the table it reads, and on a Citus worker's copy, whose tables come
+-- with distribute())
+CREATE FUNCTION pg_labels.tool_claimed(tool text, owner text) RETURNS boolean
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $claimed$
+BEGIN
+    RETURN owner IS NOT NULL AND pg_catalog.strpos(tool, '.') > 1
+       AND EXISTS (SELECT 1 FROM pg_labels.tool_namespaces n
+                    WHERE n.namespace = pg_catalog.split_part(tool, '.', 1) AND n.owner = tool_claimed.owner
+                      AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
+                                   WHERE r.rolname = n.role AND pg_catalog.pg_has_role(r.oid, 'MEMBER')));
+END
+$claimed$;
+COMMENT ON FUNCTION pg_labels.tool_claimed(text, text) IS
+    'Whether the current role may write the tool as the owner: the owner claimed the tool''s namespace for this role (tool_namespaces)';
+
+-- Who may write which tools: a gateway claims the namespace of an upstream (the prefix of its
+-- tools' names) once, for its name and its catalog role; then that role writes tools of that
+-- namespace as that owner, and nothing else (the policies below). The DBA (the tables' owner,
+-- a superuser) writes any tool; a row a gateway does not own it leaves as it is.
+CREATE TABLE pg_labels.tool_namespaces (
+    namespace text PRIMARY KEY
+        CONSTRAINT tool_namespaces_namespace_check CHECK (namespace <> '' AND pg_catalog.strpos(namespace, '.') = 0 AND namespace !~ '[[:cntrl:]]'),
+    owner text NOT NULL
+        CONSTRAINT tool_namespaces_owner_check CHECK (owner <> '' AND owner !~ '[[:cntrl:]]'),
+    role name NOT NULL DEFAULT CURRENT_USER,
+    claimed_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE pg_labels.tool_namespaces IS
+    'Which gateway owns the tools of a namespace (the part of a tool''s name before its first dot): claimed once, released by the DBA';
+COMMENT ON COLUMN pg_labels.tool_namespaces.namespace IS 'The prefix (an MCP gateway''s upstream name)';
+COMMENT ON COLUMN pg_labels.tool_namespaces.owner IS 'The gateway''s name (its configuration''s name)';
+COMMENT ON COLUMN pg_labels.tool_namespaces.role IS 'The role that writes its tools (the gateway''s catalog role)';
+COMMENT ON COLUMN pg_labels.tool_namespaces.claimed_at IS 'When it was claimed';
+
+-- Every definition of a tool a gateway was offered, as its upstream gave it: the first one
+-- accepted as it was seen, a changed one waiting for an operator (accept_tool_definition()).
+CREATE TABLE pg_labels.tool_definitions (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name text NOT NULL,
+    owner text NOT NULL,
+    digest text NOT NULL,
+    definition jsonb NOT NULL,
+    seen_at timestamptz NOT NULL DEFAULT now(),
+    accepted_at timestamptz,
+    accepted_by name,
+    CONSTRAINT tool_definitions_name_digest_key UNIQUE (name, digest)
+);
+COMMENT ON TABLE pg_labels.tool_definitions IS
+    'Each definition of a tool its gateway was offered: the accepted one and changes waiting for an operator';
+COMMENT ON COLUMN pg_labels.tool_definitions.id IS 'The definition as seen';
+COMMENT ON COLUMN pg_labels.tool_definitions.name IS 'The tool (pg_labels.tools.name)';
+COMMENT ON COLUMN pg_labels.tool_definitions.owner IS 'The gateway that was offered it';
+COMMENT ON COLUMN pg_labels.tool_definitions.digest IS 'SHA-256 (hex) of the definition';
+COMMENT ON COLUMN pg_labels.tool_definitions.definition IS 'What the upstream offered: name, title, description, inputSchema, outputSchema, annotations';
+COMMENT ON COLUMN pg_labels.tool_definitions.seen_at IS 'When the gateway was first offered it';
+COMMENT ON COLUMN pg_labels.tool_definitions.accepted_at IS 'When it was accepted (NULL: waiting)';
+COMMENT ON COLUMN pg_labels.tool_definitions.accepted_by IS 'The role that accepted it';
+
+-- The newest waiting definition of a tool becomes its accepted one
+CREATE FUNCTION pg_labels.accept_tool_definition(tool text) RETURNS text
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    WITH waiting AS (
+        SELECT d.id, d.digest FROM pg_labels.tool_definitions d
+         WHERE d.name = accept_tool_definition.tool AND d.accepted_at IS NULL
+         ORDER BY d.id DESC LIMIT 1
+    ), pinned AS (
+        UPDATE pg_labels.tools t SET definition_digest = w.digest
+          FROM waiting w WHERE t.name = accept_tool_definition.tool
+        RETURNING w.id, w.digest
+    ), accepted AS (
+        UPDATE pg_labels.tool_definitions d SET accepted_at = now(), accepted_by = CURRENT_USER
+          FROM pinned p WHERE d.id = p.id
+        RETURNING p.digest
+    )
+    SELECT digest FROM accepted;
+END;
+COMMENT ON FUNCTION pg_labels.accept_tool_definition(text) IS
+    'An operator accepts the newest changed definition of a tool its gateway was offered: the gateway offers the tool again (returns its digest; NULL when none waits)';
+
+-- The catalog's owners: the tables' owner and superusers (the DBA) write any tool; any other
+-- role writes only tools of a namespace claimed for it, as the claim's owner, and no row it
+-- does not own (a DBA's row is the DBA's). Everyone who may read the catalog reads all of it.
+ALTER TABLE pg_labels.tools ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tools_read ON pg_labels.tools FOR SELECT USING (true);
+CREATE POLICY tools_claimed_insert ON pg_labels.tools FOR INSERT
+    WITH CHECK (pg_labels.tool_claimed(name, owner));
+CREATE POLICY tools_claimed_update ON pg_labels.tools FOR UPDATE
+    USING (pg_labels.tool_claimed(name, owner)) WITH CHECK (pg_labels.tool_claimed(name, owner));
+CREATE POLICY tools_claimed_delete ON pg_labels.tools FOR DELETE
+    USING (pg_labels.tool_claimed(name, owner));
+ALTER TABLE pg_labels.tool_namespaces ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tool_namespaces_read ON pg_labels.tool_namespaces FOR SELECT USING (true);
+CREATE POLICY tool_namespaces_claim ON pg_labels.tool_namespaces FOR INSERT
+    WITH CHECK (pg_catalog.pg_has_role(role, 'MEMBER'));
+ALTER TABLE pg_labels.tool_definitions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tool_definitions_read ON pg_labels.tool_definitions FOR SELECT USING (true);
+CREATE POLICY tool_definitions_seen ON pg_labels.tool_definitions FOR INSERT
+    WITH CHECK (pg_labels.tool_claimed(name, owner));
+CREATE POLICY tool_definitions_accept ON pg_labels.tool_definitions FOR UPDATE
+    USING (pg_labels.tool_claimed(name, owner)) WITH CHECK (pg_labels.tool_claimed(name, owner));
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.tool_namespaces', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.tool_definitions', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.tool_definitions_id_seq', '');
+-- a role that wrote the catalog (a 0.3.0 gateway's catalog role) may claim namespaces and
+-- record definitions; the tools it wrote are the DBA's now (a WARNING names each role)
+DO $catalog$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT DISTINCT pg_catalog.pg_get_userbyid(a.grantee) AS role
+               FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+              WHERE c.oid = 'pg_labels.tools'::pg_catalog.regclass
+                AND a.privilege_type IN ('INSERT', 'UPDATE') AND a.grantee <> c.relowner AND a.grantee <> 0
+              ORDER BY 1
+    LOOP
+        EXECUTE pg_catalog.format('GRANT SELECT, INSERT ON pg_labels.tool_namespaces TO %I', r.role);
+        EXECUTE pg_catalog.format('GRANT SELECT, INSERT, UPDATE ON pg_labels.tool_definitions TO %I', r.role);
+        RAISE WARNING 'pg_labels: role % writes the tool catalog: it now writes only tools of a namespace claimed for it (pg_labels.tool_namespaces), and the tools in the catalog are the DBA''s (owner NULL) until the DBA gives them to a gateway (docs/mcp.md)', r.role;
+    END LOOP;
+END
+$catalog$;
 
 -- Nothing changes until the DBA narrows it: every role that writes the platform's tables,
 -- decides approvals or records crossings today (a privilege granted to it by name) may act

@@ -51,7 +51,9 @@ CREATE TABLE pg_labels.tools (
         CONSTRAINT tools_effect_check CHECK (effect IN ('read', 'reversible_write', 'destructive', 'financial')),
     trusted_output boolean NOT NULL DEFAULT false,
     description text,
-    created_at timestamptz NOT NULL DEFAULT now()
+    created_at timestamptz NOT NULL DEFAULT now(),
+    owner text CONSTRAINT tools_owner_check CHECK (owner <> '' AND owner !~ '[[:cntrl:]]'),
+    definition_digest text
 );
 COMMENT ON TABLE pg_labels.tools IS
     'The tool catalog: a tool_called step naming a tool absent from it is refused (unknown_tool). Global: tools belong to no company';
@@ -61,6 +63,76 @@ COMMENT ON COLUMN pg_labels.tools.trusted_output IS
     'false: the tool''s results come from outside, and a tool_result step of it carries origin:tool';
 COMMENT ON COLUMN pg_labels.tools.description IS 'Free text for people';
 COMMENT ON COLUMN pg_labels.tools.created_at IS 'When the tool was added';
+COMMENT ON COLUMN pg_labels.tools.owner IS
+    'Who set the effect: NULL for the DBA (the tables'' owner), else the gateway that claimed the tool''s namespace (tool_namespaces); only they change the row';
+COMMENT ON COLUMN pg_labels.tools.definition_digest IS
+    'SHA-256 (hex) of the tool''s definition as accepted (name, title, description, schemas, annotations; tool_definitions): a gateway refuses the tool while its upstream offers another';
+
+-- Who may write which tools: a gateway claims the namespace of an upstream (the prefix of its
+-- tools' names) once, for its name and its catalog role; then that role writes tools of that
+-- namespace as that owner, and nothing else (the policies below). The DBA (the tables' owner,
+-- a superuser) writes any tool; a row a gateway does not own it leaves as it is.
+CREATE TABLE pg_labels.tool_namespaces (
+    namespace text PRIMARY KEY
+        CONSTRAINT tool_namespaces_namespace_check CHECK (namespace <> '' AND pg_catalog.strpos(namespace, '.') = 0 AND namespace !~ '[[:cntrl:]]'),
+    owner text NOT NULL
+        CONSTRAINT tool_namespaces_owner_check CHECK (owner <> '' AND owner !~ '[[:cntrl:]]'),
+    role name NOT NULL DEFAULT CURRENT_USER,
+    claimed_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE pg_labels.tool_namespaces IS
+    'Which gateway owns the tools of a namespace (the part of a tool''s name before its first dot): claimed once, released by the DBA';
+COMMENT ON COLUMN pg_labels.tool_namespaces.namespace IS 'The prefix (an MCP gateway''s upstream name)';
+COMMENT ON COLUMN pg_labels.tool_namespaces.owner IS 'The gateway''s name (its configuration''s name)';
+COMMENT ON COLUMN pg_labels.tool_namespaces.role IS 'The role that writes its tools (the gateway''s catalog role)';
+COMMENT ON COLUMN pg_labels.tool_namespaces.claimed_at IS 'When it was claimed';
+
+-- Every definition of a tool a gateway was offered, as its upstream gave it: the first one
+-- accepted as it was seen, a changed one waiting for an operator (accept_tool_definition()).
+CREATE TABLE pg_labels.tool_definitions (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name text NOT NULL,
+    owner text NOT NULL,
+    digest text NOT NULL,
+    definition jsonb NOT NULL,
+    seen_at timestamptz NOT NULL DEFAULT now(),
+    accepted_at timestamptz,
+    accepted_by name,
+    CONSTRAINT tool_definitions_name_digest_key UNIQUE (name, digest)
+);
+COMMENT ON TABLE pg_labels.tool_definitions IS
+    'Each definition of a tool its gateway was offered: the accepted one and changes waiting for an operator';
+COMMENT ON COLUMN pg_labels.tool_definitions.id IS 'The definition as seen';
+COMMENT ON COLUMN pg_labels.tool_definitions.name IS 'The tool (pg_labels.tools.name)';
+COMMENT ON COLUMN pg_labels.tool_definitions.owner IS 'The gateway that was offered it';
+COMMENT ON COLUMN pg_labels.tool_definitions.digest IS 'SHA-256 (hex) of the definition';
+COMMENT ON COLUMN pg_labels.tool_definitions.definition IS 'What the upstream offered: name, title, description, inputSchema, outputSchema, annotations';
+COMMENT ON COLUMN pg_labels.tool_definitions.seen_at IS 'When the gateway was first offered it';
+COMMENT ON COLUMN pg_labels.tool_definitions.accepted_at IS 'When it was accepted (NULL: waiting)';
+COMMENT ON COLUMN pg_labels.tool_definitions.accepted_by IS 'The role that accepted it';
+
+-- The newest waiting definition of a tool becomes its accepted one
+CREATE FUNCTION pg_labels.accept_tool_definition(tool text) RETURNS text
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    WITH waiting AS (
+        SELECT d.id, d.digest FROM pg_labels.tool_definitions d
+         WHERE d.name = accept_tool_definition.tool AND d.accepted_at IS NULL
+         ORDER BY d.id DESC LIMIT 1
+    ), pinned AS (
+        UPDATE pg_labels.tools t SET definition_digest = w.digest
+          FROM waiting w WHERE t.name = accept_tool_definition.tool
+        RETURNING w.id, w.digest
+    ), accepted AS (
+        UPDATE pg_labels.tool_definitions d SET accepted_at = now(), accepted_by = CURRENT_USER
+          FROM pinned p WHERE d.id = p.id
+        RETURNING p.digest
+    )
+    SELECT digest FROM accepted;
+END;
+COMMENT ON FUNCTION pg_labels.accept_tool_definition(text) IS
+    'An operator accepts the newest changed definition of a tool its gateway was offered: the gateway offers the tool again (returns its digest; NULL when none waits)';
 
 CREATE TABLE pg_labels.listeners (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -441,6 +513,27 @@ CREATE TRIGGER tools_change BEFORE UPDATE OR DELETE ON pg_labels.tools
     FOR EACH STATEMENT EXECUTE FUNCTION pg_labels.tools_change();
 -- also in replica mode (a restore, a superuser's session): backends forget the tools they kept
 ALTER TABLE pg_labels.tools ENABLE ALWAYS TRIGGER tools_change;
+-- The catalog's owners: the tables' owner and superusers (the DBA) write any tool; any other
+-- role writes only tools of a namespace claimed for it, as the claim's owner, and no row it
+-- does not own (a DBA's row is the DBA's). Everyone who may read the catalog reads all of it.
+ALTER TABLE pg_labels.tools ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tools_read ON pg_labels.tools FOR SELECT USING (true);
+CREATE POLICY tools_claimed_insert ON pg_labels.tools FOR INSERT
+    WITH CHECK (pg_labels.tool_claimed(name, owner));
+CREATE POLICY tools_claimed_update ON pg_labels.tools FOR UPDATE
+    USING (pg_labels.tool_claimed(name, owner)) WITH CHECK (pg_labels.tool_claimed(name, owner));
+CREATE POLICY tools_claimed_delete ON pg_labels.tools FOR DELETE
+    USING (pg_labels.tool_claimed(name, owner));
+ALTER TABLE pg_labels.tool_namespaces ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tool_namespaces_read ON pg_labels.tool_namespaces FOR SELECT USING (true);
+CREATE POLICY tool_namespaces_claim ON pg_labels.tool_namespaces FOR INSERT
+    WITH CHECK (pg_catalog.pg_has_role(role, 'MEMBER'));
+ALTER TABLE pg_labels.tool_definitions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tool_definitions_read ON pg_labels.tool_definitions FOR SELECT USING (true);
+CREATE POLICY tool_definitions_seen ON pg_labels.tool_definitions FOR INSERT
+    WITH CHECK (pg_labels.tool_claimed(name, owner));
+CREATE POLICY tool_definitions_accept ON pg_labels.tool_definitions FOR UPDATE
+    USING (pg_labels.tool_claimed(name, owner)) WITH CHECK (pg_labels.tool_claimed(name, owner));
 
 ----------------------------------------------------------------------------------------
 -- Row-level security. An analyst sees the runs, steps, artifacts, shares and records of
@@ -620,6 +713,9 @@ COMMENT ON COLUMN pg_labels.digests.steps IS 'How many steps their chains held';
 COMMENT ON COLUMN pg_labels.digests.marks IS 'Per run, in run order: its id (16 bytes), chain length (8 bytes, big-endian) and head (32 bytes)';
 
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.tools', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.tool_namespaces', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.tool_definitions', '');
+SELECT pg_catalog.pg_extension_config_dump('pg_labels.tool_definitions_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.digests', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.digests_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.listeners', '');

@@ -78,7 +78,12 @@ def grant_roles(conn: psycopg.Connection[Any]) -> None:
             ).format(ident(writer))
         )
     conn.execute(
-        sql.SQL("GRANT SELECT, INSERT, UPDATE ON pg_labels.tools TO {}").format(ident(CATALOG))
+        sql.SQL(
+            "GRANT SELECT, INSERT, UPDATE ON pg_labels.tools, pg_labels.tool_definitions TO {}"
+        ).format(ident(CATALOG))
+    )
+    conn.execute(
+        sql.SQL("GRANT SELECT, INSERT ON pg_labels.tool_namespaces TO {}").format(ident(CATALOG))
     )
     conn.execute(
         sql.SQL(
@@ -86,7 +91,11 @@ def grant_roles(conn: psycopg.Connection[Any]) -> None:
         ).format(ident(ALICE))
     )
     # where each acts: a gateway's writer exactly its gateway's scope, the approver acme
-    for role, scope in ((PLATFORM, "acme/platform"), (FINANCE, "acme/finance"), (ALICE, "acme")):
+    for role, scope in (
+        (PLATFORM, "acme/platform"),
+        (FINANCE, "acme/finance"),
+        (ALICE, "acme"),
+    ):
         conn.execute(
             "INSERT INTO pg_labels.grants (role, scope) VALUES (%s, %s) ON CONFLICT DO NOTHING",
             [role, scope],
@@ -141,7 +150,10 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> 
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"process exited with {proc.returncode} before listening")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+        with (
+            contextlib.suppress(OSError),
+            socket.create_connection(("127.0.0.1", port), 0.2),
+        ):
             return
         time.sleep(0.1)
     raise TimeoutError(f"nothing listens on {port}")
@@ -186,13 +198,24 @@ def write_config(
     files: Path | None = None,
     everything: str | None = "stdio",
     changing: bool = False,
+    evil: Sequence[str] | None = None,
+    evil_name: str = "evil",
+    name: str = "mcp-tests",
+    trust_annotations: bool = True,
     tools: Mapping[str, Mapping[str, object]] | None = None,
     **settings: object,
 ) -> tuple[Path, str]:
     """A gateway.toml: the file system server on ``files`` (stdio), server-everything (stdio,
-    or its Streamable HTTP URL), per-tool overrides. Returns the path and the agent name."""
+    or its Streamable HTTP URL), the malicious server (``evil``: its arguments; never trusted),
+    per-tool overrides; the reference servers' annotations trusted unless
+    ``trust_annotations`` is false. Returns the path and the agent name."""
     agent = agent or f"mcp-test-{uuid.uuid4().hex[:8]}"
-    lines = [f"agent = {toml_value(agent)}", f"scope = {toml_value(scope)}"]
+    lines = [
+        f"name = {toml_value(name)}",
+        f"agent = {toml_value(agent)}",
+        f"scope = {toml_value(scope)}",
+    ]
+    trust = [f"trust_annotations = {toml_value(trust_annotations)}"]
     if labels:
         lines.append(f"labels = {toml_value(list(labels))}")
     for key, value in settings.items():
@@ -202,19 +225,29 @@ def write_config(
             "[upstreams.fs]",
             f"command = {toml_value(str(SERVERS / 'mcp-server-filesystem'))}",
             f"args = {toml_value([str(files)])}",
+            *trust,
         ]
     if everything == "stdio":
         lines += [
             "[upstreams.everything]",
             f"command = {toml_value(str(SERVERS / 'mcp-server-everything'))}",
+            *trust,
         ]
     elif everything is not None:
-        lines += ["[upstreams.everything]", f"url = {toml_value(everything)}"]
+        lines += ["[upstreams.everything]", f"url = {toml_value(everything)}", *trust]
     if changing:
         lines += [
             "[upstreams.changing]",
             f"command = {toml_value(sys.executable)}",
             f"args = {toml_value([str(Path(__file__).with_name('changing_server.py'))])}",
+            *trust,
+        ]
+    if evil is not None:
+        server = str(Path(__file__).with_name("evil_server.py"))
+        lines += [
+            f"[upstreams.{evil_name}]",
+            f"command = {toml_value(sys.executable)}",
+            f"args = {toml_value([server, *evil])}",
         ]
     for name, table in (tools or {}).items():
         lines.append(f"[tools.{toml_value(name)}]")

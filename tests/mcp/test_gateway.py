@@ -66,8 +66,11 @@ def test_check_prints_the_catalog(tmp_path: Path, files: Path) -> None:
     lines = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:]}
     for name, effect in FS_EFFECTS.items():
         assert lines[name][0] == effect, (name, lines[name])
-    assert lines["everything.echo"] == ["read", "trusted", "output"]
-    assert lines["fs.write_file"][1:] == ["untrusted", "output"]
+    assert lines["everything.echo"][:3] == ["read", "trusted", "output"]
+    assert lines["fs.write_file"][1:3] == ["untrusted", "output"]
+    # who set each effect: the configuration, or the annotations of an upstream it trusts
+    assert " ".join(lines["fs.list_directory"][3:]) == "set by the configuration"
+    assert " ".join(lines["fs.write_file"][3:]) == "set by its annotations (trusted upstream)"
 
 
 def test_settings_from_the_environment(tmp_path: Path, files: Path) -> None:
@@ -478,6 +481,9 @@ async def test_database_stopped_mid_session(
             assert refused.is_error
             assert "refused fs.write_file" in text(refused)
             assert "not forwarded" in text(refused) or "could not be checked" in text(refused)
+            # and nothing of the database's internals: no socket, host or FATAL message
+            for internal in ("socket", "FATAL", str(base), "connection to server"):
+                assert internal not in text(refused), text(refused)
         assert not (files / "down2.txt").exists() and not (files / "down3.txt").exists()
 
         own_cluster["start"]()

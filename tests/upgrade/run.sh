@@ -101,17 +101,19 @@ for script in "$ROOT"/sql/released/pg_labels--*.sql; do
     # checked below: 0.2.0 the hash chains' columns, the digests, the trail's proofs, Citus;
     # 0.3.0 the scope a step or share can be read in (carried_scope), the record of refused writes
     # 0.3.1 the scope a run or artifact can be read in (carried_scope too), what a refused
-    # write claimed (attempted)
+    # write claimed (attempted), the tool catalog's owners and pinned definitions (owner,
+    # definition_digest, tool_namespaces, tool_definitions)
+    tools31="tool_namespaces|tool_definitions|tool_definitions_id_seq"
     case $from in
         0.1.0)
-            added_columns="slot,prev_hash,hash,opened_labels,chain_head,chain_slot,chain_cut,chain_cut_length,carried_scope,attempted,run_scope,enters"
-            added_objects="digests|digests_id_seq|verify|verify_all|ledger_digest|verify_digest|prove|start_chains|distribute|shard_sequence|refused_writes|refused_writes_id_seq" ;;
+            added_columns="slot,prev_hash,hash,opened_labels,chain_head,chain_slot,chain_cut,chain_cut_length,carried_scope,attempted,run_scope,enters,owner,definition_digest"
+            added_objects="digests|digests_id_seq|verify|verify_all|ledger_digest|verify_digest|prove|start_chains|distribute|shard_sequence|refused_writes|refused_writes_id_seq|$tools31" ;;
         0.2.0)
-            added_columns="slot,carried_scope,attempted,run_scope,enters"  # (the ring slot is left out of every snapshot)
-            added_objects="refused_writes|refused_writes_id_seq" ;;
+            added_columns="slot,carried_scope,attempted,run_scope,enters,owner,definition_digest"  # (the ring slot is left out of every snapshot)
+            added_objects="refused_writes|refused_writes_id_seq|$tools31" ;;
         *)
-            added_columns="slot,carried_scope,attempted,run_scope,enters"
-            added_objects="NONE" ;;
+            added_columns="slot,carried_scope,attempted,run_scope,enters,owner,definition_digest"
+            added_objects="$tools31" ;;
     esac
     # (compared without the grants of * the update added: in a copy of the database)
     q -d postgres -c "CREATE DATABASE upgrade_compared TEMPLATE $db"

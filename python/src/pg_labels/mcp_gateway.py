@@ -19,11 +19,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import json
 import logging
 import os
+import re
+import secrets
 import sys
+import time
+import unicodedata
 import weakref
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,10 +45,12 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from psycopg.types.json import Jsonb
 
 from ._errors import Refusal
 from ._guard import Guard, Verdict, _alock, _why
-from ._platform import EFFECTS, AsyncPlatform, AsyncRun, Tool, tools_from_mcp
+from ._platform import EFFECTS, AsyncPlatform, AsyncRun, _effect_of
 from ._values import LabelSet, Scope
 
 if sys.version_info >= (3, 11):
@@ -54,6 +63,8 @@ __all__ = ["Config", "Gateway", "GatewayError", "Upstream", "load_config", "main
 log = logging.getLogger("pg_labels.mcp")
 
 ENV_PREFIX = "PG_LABELS_MCP_"
+# where a sessionless call carries the run token the gateway issued
+RUN_META_KEY = "pg-labels/run"
 
 
 class GatewayError(Exception):
@@ -76,6 +87,16 @@ class Upstream:
     env: Mapping[str, str] | None = None
     cwd: str | None = None
     url: str | None = None
+    trust_annotations: bool = False
+
+
+@dataclass(frozen=True)
+class Client:
+    """A client of a gateway that listens beyond loopback: its name, and the agent its runs
+    are of (the gateway's ``agent`` by default)."""
+
+    name: str
+    agent: str | None = None
 
 
 @dataclass
@@ -84,6 +105,7 @@ class Config:
 
     database: str = ""
     catalog_database: str | None = None
+    name: str = ""
     agent: str = "mcp-gateway"
     scope: str = ""
     labels: list[str] = field(default_factory=list)
@@ -94,6 +116,28 @@ class Config:
     call_timeout: float = 60.0
     db_timeout: float = 10.0
     allow_wider_grants: bool = False
+    pool_size: int = 10
+    max_sessions: int = 100
+    session_idle_timeout: float = 1800.0
+    max_argument_bytes: int = 1_000_000
+    max_result_bytes: int = 4_000_000
+    max_request_bytes: int = 4_000_000
+    sessionless: str = "token"
+    allowed_hosts: list[str] = field(default_factory=list)
+    allowed_origins: list[str] = field(default_factory=list)
+    # the bearer tokens of clients (HTTP): SHA-256 (hex) of the token -> the client's name
+    clients: dict[str, Client] = field(default_factory=dict)
+
+
+# the settings that are counts, with their bounds
+_COUNTS = {
+    "pool_size": (1, 1000),
+    "max_sessions": (1, 1_000_000),
+    "max_argument_bytes": (1, 1 << 30),
+    "max_result_bytes": (1, 1 << 30),
+    "max_request_bytes": (1024, 1 << 30),
+}
+SESSIONLESS = ("token", "refuse", "per_call")
 
 
 def _str(table: Mapping[str, Any], key: str, where: str) -> str | None:
@@ -120,6 +164,21 @@ def _seconds(value: object, where: str) -> float:
     if not seconds > 0:
         raise ValueError(f"{where} must be positive")
     return seconds
+
+
+def _count(value: object, where: str) -> int:
+    low, high = _COUNTS[where]
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{where} must be a whole number from {low} to {high}")
+    return value
+
+
+def _sessionless(value: object) -> str:
+    if value not in SESSIONLESS:
+        raise ValueError(f"sessionless must be one of {', '.join(SESSIONLESS)}")
+    return str(value)
 
 
 def load_config(path: str | None, config: Config | None = None) -> Config:
@@ -149,15 +208,36 @@ def load_config(path: str | None, config: Config | None = None) -> Config:
         return config
     with open(path, "rb") as f:
         data = tomllib.load(f)
-    for key in ("database", "catalog_database", "agent", "scope", "listen"):
+    for key in ("database", "catalog_database", "name", "agent", "scope", "listen"):
         value = _str(data, key, "gateway.toml")
         if value is not None:
             setattr(config, key, value)
     if "labels" in data:
         config.labels = _strings(data["labels"], "labels")
-    for key in ("call_timeout", "db_timeout"):
+    for key in ("call_timeout", "db_timeout", "session_idle_timeout"):
         if key in data:
             setattr(config, key, _seconds(data[key], key))
+    for key in _COUNTS:
+        if key in data:
+            setattr(config, key, _count(data[key], key))
+    if "sessionless" in data:
+        config.sessionless = _sessionless(data["sessionless"])
+    for key in ("allowed_hosts", "allowed_origins"):
+        if key in data:
+            setattr(config, key, _strings(data[key], key))
+    clients = data.get("clients", {})
+    if not isinstance(clients, dict):
+        raise ValueError("[clients] must be a table of clients")
+    for name, table in clients.items():
+        where = f"clients.{name}"
+        if not isinstance(table, dict):
+            raise ValueError(f"[{where}] must be a table")
+        digest = _str(table, "token_sha256", where)
+        if digest is None or not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise ValueError(
+                f"{where}.token_sha256 must be the SHA-256 of its token (64 hex digits)"
+            )
+        config.clients[digest] = Client(name, _str(table, "agent", where))
     if "allow_wider_grants" in data:
         if not isinstance(data["allow_wider_grants"], bool):
             raise ValueError("allow_wider_grants must be true or false")
@@ -179,6 +259,9 @@ def load_config(path: str | None, config: Config | None = None) -> Config:
             isinstance(env, dict) and all(isinstance(v, str) for v in env.values())
         ):
             raise ValueError(f"{where}.env must be a table of strings")
+        trust = table.get("trust_annotations", False)
+        if not isinstance(trust, bool):
+            raise ValueError(f"{where}.trust_annotations must be true or false")
         config.upstreams.append(
             Upstream(
                 name,
@@ -187,6 +270,7 @@ def load_config(path: str | None, config: Config | None = None) -> Config:
                 env=env,
                 cwd=_str(table, "cwd", where),
                 url=url,
+                trust_annotations=trust,
             )
         )
     tools = data.get("tools", {})
@@ -249,6 +333,20 @@ def _leaf(err: BaseException) -> str:
     return _why(err)
 
 
+def _internal(err: BaseException) -> str:
+    """What an MCP client is told of a database error: its SQLSTATE, nothing of the server
+    (its address, socket, FATAL messages are logged, not sent)."""
+    err = _unwrap(err)
+    if isinstance(err, TimeoutError):
+        return "it did not answer in time"
+    state = getattr(err, "sqlstate", None)
+    if isinstance(state, str):
+        return f"SQLSTATE {state}"
+    if isinstance(err, psycopg.OperationalError):
+        return "the connection failed"
+    return type(err).__name__
+
+
 def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
@@ -257,27 +355,139 @@ def _error(text: str) -> types.CallToolResult:
 class _Route:
     upstream: str
     tool: types.Tool
+    definition: dict[str, Any]
+    digest: str
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """A tool as the gateway enforces it: its effect, whether its output is trusted, who set
+    the effect, and what changed in its definition since it was accepted (``None``: the
+    definition is the accepted one; the tool is refused otherwise)."""
+
+    name: str
+    effect: str
+    trusted_output: bool
+    set_by: str
+    change: str | None
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+_DEFINITION = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+
+
+def _definition(tool: types.Tool) -> tuple[dict[str, Any], str]:
+    """What the model is shown of a tool, and its SHA-256 (canonical JSON)."""
+    dumped = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+    definition = {k: dumped[k] for k in _DEFINITION if k in dumped}
+    canonical = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return definition, hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _changed_fields(accepted: object, definition: Mapping[str, Any]) -> str:
+    """Which parts of a definition differ from the accepted one."""
+    if not isinstance(accepted, Mapping):
+        return "the accepted definition is not on the record"
+    fields = [k for k in _DEFINITION if accepted.get(k) != definition.get(k)]
+    return ", ".join(fields) or "its definition"
+
+
+def _printable(text: object) -> str:
+    """A name or text from outside, safe to print or send: control characters (ESC, CR, LF,
+    ...) and other invisible ones escaped, cut at 200 characters."""
+    out = []
+    for ch in str(text):
+        if ch == "\\":
+            out.append("\\\\")
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"):
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    text = "".join(out)
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 class _Session:
-    """A downstream MCP session: its run (opened with its first call) and the database
-    connection its steps are written on, opened again after it broke."""
+    """A downstream conversation: an MCP session (a stdio client, a Streamable HTTP
+    ``Mcp-Session-Id``) or the run token of sessionless calls. Its run is opened with its first
+    call; it holds no database connection between calls (the gateway's pool serves them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, client: Client | None, agent: str, run: AsyncRun | None = None) -> None:
         self.lock = asyncio.Lock()
-        self.conn: psycopg.AsyncConnection[Any] | None = None
+        self.client = client
+        self.agent = agent
         self.guard: Guard | None = None
-        self.run_id: Any = None
+        # the run's id, agent, scope and labels as opened
+        self.run: tuple[Any, str | None, Scope, LabelSet] | None = None
+        if run is not None:
+            self.run = (run.id, run.agent, run.scope, run.opened_labels)
+        self.used = time.monotonic()
 
-    def broken(self) -> bool:
-        return self.conn is None or self.conn.closed or self.conn.broken
 
-    async def drop(self) -> None:
-        conn, self.conn = self.conn, None
-        if conn is not None:
+class _Pool:
+    """The gateway's database connections as its ``--database`` role: at most ``size``, each
+    lent to one call's statements at a time, opened again after one broke."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.idle: list[AsyncPlatform] = []
+        self.slots = asyncio.Semaphore(config.pool_size)
+
+    async def _connect(self) -> AsyncPlatform:
+        timeout = self.config.db_timeout
+        conn = await psycopg.AsyncConnection.connect(
+            self.config.database, autocommit=True, connect_timeout=max(1, int(timeout))
+        )
+        try:
+            # every statement ends within the database timeout (the URL's own options, or
+            # PGOPTIONS, are kept)
+            await conn.execute(
+                "SELECT set_config('statement_timeout', %s, false)", [f"{int(timeout * 1000)}ms"]
+            )
+        except BaseException:
             with contextlib.suppress(Exception):
-                with anyio.move_on_after(1):
-                    await conn.close()
+                await conn.close()
+            raise
+        return AsyncPlatform(conn)
+
+    @contextlib.asynccontextmanager
+    async def platform(self) -> AsyncIterator[AsyncPlatform]:
+        """A connection of the pool for the statements of one call (waiting for a free one
+        within the database timeout)."""
+        with anyio.fail_after(self.config.db_timeout):
+            await self.slots.acquire()
+        platform: AsyncPlatform | None = None
+        try:
+            while self.idle and platform is None:
+                candidate = self.idle.pop()
+                if candidate.conn.closed or candidate.conn.broken:
+                    await _close(candidate.conn)
+                else:
+                    platform = candidate
+            if platform is None:
+                with anyio.fail_after(self.config.db_timeout):
+                    platform = await self._connect()
+            yield platform
+        finally:
+            if platform is not None:
+                conn = platform.conn
+                if conn.closed or conn.broken or conn.info.transaction_status != 0:
+                    await _close(conn)
+                else:
+                    self.idle.append(platform)
+            self.slots.release()
+
+    async def close(self) -> None:
+        idle, self.idle = self.idle, []
+        for platform in idle:
+            await _close(platform.conn)
+
+
+async def _close(conn: psycopg.AsyncConnection[Any]) -> None:
+    with contextlib.suppress(Exception):
+        with anyio.move_on_after(1):
+            await conn.close()
 
 
 class Gateway:
@@ -297,11 +507,17 @@ class Gateway:
         self.upstreams: dict[str, ClientSession] = {}
         self.listed: dict[str, list[types.Tool]] = {}
         self.routes: dict[str, _Route] = {}
-        self.catalog: list[Tool] = []
+        self.catalog: list[CatalogEntry] = []
+        # tools whose definition changed since it was accepted: what changed
+        self.pending: dict[str, str] = {}
         self._sessions: weakref.WeakKeyDictionary[Connection, _Session] = (
             weakref.WeakKeyDictionary()
         )
         self._resync: asyncio.Lock = asyncio.Lock()
+        self._pool = _Pool(config)
+        # sessionless conversations by their run, the idlest first; their tokens' key
+        self._runs: OrderedDict[str, _Session] = OrderedDict()
+        self._token_key = secrets.token_bytes(32)
         self._tasks: set[asyncio.Task[None]] = set()
         self.server: Server[Any] = Server(
             "pg-labels-mcp",
@@ -314,7 +530,7 @@ class Gateway:
     # -- upstreams and the catalog -----------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def connected(self) -> AsyncIterator[Gateway]:
+    async def connected(self, *, accept: bool = False) -> AsyncIterator[Gateway]:
         """Check where the database role acts, connect to every upstream, list their tools and
         sync the catalog."""
         try:
@@ -335,20 +551,23 @@ class Gateway:
             # an upstream may announce a change as soon as it is initialized (server-everything
             # does): that resync waits for this one
             async with self._resync:
+                listed: dict[str, list[types.Tool]] = {}
                 for name in self.upstreams:
                     try:
-                        await self._list_upstream(name)
+                        listed[name] = await self._list_upstream(name)
                     except Exception as err:
                         raise GatewayError(
                             f"upstream {name} did not list its tools: {_leaf(err)}"
                         ) from err
-                self._build_routes()
                 try:
-                    await self.sync_catalog()
+                    await self.sync_catalog(listed, accept=accept)
+                except GatewayError:
+                    raise
                 except Exception as err:
                     raise GatewayError(
                         f"the tool catalog could not be written ({_leaf(err)}): give "
-                        "--catalog-database a role that may insert and update pg_labels.tools"
+                        "--catalog-database a role that may write pg_labels.tools, "
+                        "tool_namespaces and tool_definitions (docs/mcp.md)"
                     ) from err
             yield self
 
@@ -429,7 +648,7 @@ class Gateway:
             await session.initialize()
         self.upstreams[upstream.name] = session
 
-    async def _list_upstream(self, name: str) -> None:
+    async def _list_upstream(self, name: str) -> list[types.Tool]:
         session = self.upstreams[name]
         tools: list[types.Tool] = []
         cursor: str | None = None
@@ -442,47 +661,65 @@ class Gateway:
                 cursor = result.next_cursor
                 if not cursor:
                     break
-        self.listed[name] = tools
+        seen: set[str] = set()
+        offered: list[types.Tool] = []
+        for tool in tools:
+            if not _TOOL_NAME.fullmatch(tool.name):
+                # MCP's tool names: 1 to 128 of A-Z a-z 0-9 _ - . (nothing to forge a line with)
+                log.warning(
+                    "upstream %s offers a tool named %s, not a tool name MCP allows: not offered",
+                    name,
+                    _printable(tool.name),
+                )
+                continue
+            if tool.name in seen:
+                raise GatewayError(f"upstream {name} lists tool {tool.name} twice")
+            seen.add(tool.name)
+            offered.append(tool)
+        return offered
 
-    def _build_routes(self) -> None:
-        routes: dict[str, _Route] = {}
-        for upstream, tools in self.listed.items():
-            for tool in tools:
-                routes[f"{upstream}.{tool.name}"] = _Route(upstream, tool)
-        self.routes = routes
+    def _routes(self, listed: Mapping[str, list[types.Tool]]) -> dict[str, _Route]:
+        return {
+            f"{upstream}.{tool.name}": _Route(upstream, tool, *_definition(tool))
+            for upstream, tools in listed.items()
+            for tool in tools
+        }
 
-    def describe(self) -> list[dict[str, Any]]:
-        """The gateway's tools as MCP tool descriptions under their prefixed names (what
-        :func:`pg_labels.tools_from_mcp` maps)."""
-        return [
-            {
-                "name": name,
-                "annotations": route.tool.annotations,
-                "description": route.tool.description,
-            }
-            for name, route in self.routes.items()
-        ]
+    def _effect(self, name: str, route: _Route) -> tuple[str, str]:
+        """The effect the gateway gives a tool and where it comes from: the configuration's
+        override, else the annotations of an upstream the configuration trusts, else
+        ``destructive`` (an upstream's annotations are its claims about itself)."""
+        effect = self.config.effects.get(name)
+        if effect is not None:
+            return effect, "the configuration"
+        upstream = next(u for u in self.config.upstreams if u.name == route.upstream)
+        if upstream.trust_annotations:
+            return _effect_of(route.tool.annotations), "its annotations (trusted upstream)"
+        return "destructive", "no override, untrusted annotations"
 
-    def overrides(self) -> tuple[dict[str, str], dict[str, bool]]:
-        """The configuration's effects and trusted outputs of the tools the upstreams offer
-        (an override of any other tool is logged and ignored)."""
-        names = set(self.routes)
-        unknown = sorted((set(self.config.effects) | set(self.config.trusted)) - names)
+    @property
+    def owner(self) -> str:
+        """The gateway's name: the owner of its namespaces and of the tools it writes."""
+        return self.config.name or self.config.agent
+
+    async def sync_catalog(
+        self, listed: Mapping[str, list[types.Tool]] | None = None, *, accept: bool = False
+    ) -> list[CatalogEntry]:
+        """Claim the upstreams' namespaces and write their tools to ``pg_labels.tools`` (on the
+        catalog database's connection, in one transaction): a tool not in the catalog is
+        added with its definition accepted; a row the gateway owns is updated to the
+        configuration's effect while its definition is the one accepted; a row the DBA or
+        another gateway owns is left as it is and enforced as it is. A changed definition
+        waits for an operator (``accept`` takes it). Nothing changes (the routes neither)
+        unless all of it is written."""
+        listed = dict(self.listed if listed is None else listed)
+        routes = self._routes(listed)
+        unknown = sorted((set(self.config.effects) | set(self.config.trusted)) - set(routes))
         if unknown:
-            log.warning("overrides for tools no upstream offers: %s", ", ".join(unknown))
-        return (
-            {n: e for n, e in self.config.effects.items() if n in names},
-            {n: t for n, t in self.config.trusted.items() if n in names},
-        )
-
-    def entries(self) -> list[Tool]:
-        """The catalog entries of the gateway's tools (annotations, then the overrides),
-        without a database."""
-        effects, trusted = self.overrides()
-        return tools_from_mcp(self.describe(), effects=effects, trusted=trusted)
-
-    async def sync_catalog(self) -> list[Tool]:
-        """Write the tools to ``pg_labels.tools`` (on the catalog database's connection)."""
+            log.warning(
+                "overrides for tools no upstream offers: %s",
+                ", ".join(_printable(n) for n in unknown),
+            )
         dsn = self.config.catalog_database or self.config.database
         for attempt in range(3):
             try:
@@ -490,18 +727,124 @@ class Gateway:
                     async with await psycopg.AsyncConnection.connect(
                         dsn, autocommit=True, connect_timeout=max(1, int(self.config.db_timeout))
                     ) as conn:
-                        effects, trusted = self.overrides()
-                        self.catalog = await AsyncPlatform(conn).sync_tools(
-                            self.describe(), effects=effects, trusted=trusted
-                        )
-                return self.catalog
+                        async with conn.transaction():
+                            catalog = await self._write_catalog(conn, listed, routes, accept)
+                break
             except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
                 # two changes of the catalog at once (another gateway's): one ends with a
                 # deadlock (docs/platform.md); the upsert only writes what differs, so again
                 if attempt == 2:
                     raise
                 await anyio.sleep(0.1 * (attempt + 1))
-        raise AssertionError("unreachable")
+        self.listed, self.routes, self.catalog = listed, routes, catalog
+        self.pending = {e.name: e.change for e in catalog if e.change is not None}
+        return catalog
+
+    async def _claim(self, conn: psycopg.AsyncConnection[Any], namespace: str) -> None:
+        await conn.execute(
+            "INSERT INTO pg_labels.tool_namespaces (namespace, owner) VALUES (%s, %s) "
+            "ON CONFLICT (namespace) DO NOTHING",
+            [namespace, self.owner],
+        )
+        cur = await conn.execute(
+            "SELECT n.owner, n.role::text, EXISTS (SELECT 1 FROM pg_catalog.pg_roles r "
+            "WHERE r.rolname = n.role AND pg_catalog.pg_has_role(r.oid, 'MEMBER')) "
+            "FROM pg_labels.tool_namespaces n WHERE n.namespace = %s",
+            [namespace],
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        if row[0] != self.owner or not row[2]:
+            raise GatewayError(
+                f"the tools of upstream {_printable(namespace)} are another gateway's: "
+                f"namespace {_printable(namespace)} is claimed by gateway "
+                f"{_printable(row[0])} for role {_printable(row[1])}. Name the upstream "
+                "differently, or have the DBA release the claim (docs/mcp.md)"
+            )
+
+    async def _write_catalog(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        listed: Mapping[str, list[types.Tool]],
+        routes: Mapping[str, _Route],
+        accept: bool,
+    ) -> list[CatalogEntry]:
+        for namespace in listed:
+            await self._claim(conn, namespace)
+        cur = await conn.execute(
+            "SELECT t.name, t.effect, t.trusted_output, t.owner, t.definition_digest, d.definition "
+            "FROM pg_labels.tools t LEFT JOIN pg_labels.tool_definitions d "
+            "ON d.name = t.name AND d.digest = t.definition_digest WHERE t.name = ANY(%s)",
+            [list(routes)],
+        )
+        rows = {r[0]: r for r in await cur.fetchall()}
+        catalog: list[CatalogEntry] = []
+        for name, route in routes.items():
+            effect, source = self._effect(name, route)
+            trusted = bool(self.config.trusted.get(name, False))
+            row = rows.get(name)
+            if row is None:
+                await conn.execute(
+                    "INSERT INTO pg_labels.tools (name, effect, trusted_output, description, "
+                    "owner, definition_digest) VALUES (%s, %s, %s, %s, %s, %s)",
+                    [name, effect, trusted, route.tool.description, self.owner, route.digest],
+                )
+                await self._seen(conn, name, route, accepted=True)
+                catalog.append(CatalogEntry(name, effect, trusted, source, None))
+                continue
+            _, row_effect, row_trusted, row_owner, row_digest, accepted = row
+            change = None
+            if row_digest is not None and row_digest != route.digest:
+                change = _changed_fields(accepted, route.definition)
+            if row_owner != self.owner:
+                # the DBA's row, or another gateway's: enforced as it is
+                by = "the DBA" if row_owner is None else f"gateway {row_owner}"
+                catalog.append(CatalogEntry(name, row_effect, row_trusted, by, change))
+                continue
+            if change is not None and accept:
+                await self._seen(conn, name, route, accepted=False)
+                await conn.execute("SELECT pg_labels.accept_tool_definition(%s)", [name])
+                change = None
+            elif change is not None:
+                await self._seen(conn, name, route, accepted=False)
+                log.warning(
+                    "upstream %s changed the definition of %s (%s): refused until an operator "
+                    "accepts it (docs/mcp.md)",
+                    _printable(route.upstream),
+                    _printable(name),
+                    change,
+                )
+                catalog.append(CatalogEntry(name, row_effect, row_trusted, source, change))
+                continue
+            if (row_effect, row_trusted, row_digest) != (effect, trusted, route.digest):
+                await conn.execute(
+                    "UPDATE pg_labels.tools SET effect = %s, trusted_output = %s, "
+                    "description = %s, definition_digest = %s WHERE name = %s",
+                    [effect, trusted, route.tool.description, route.digest, name],
+                )
+                if row_digest is None:
+                    await self._seen(conn, name, route, accepted=True)
+            catalog.append(CatalogEntry(name, effect, trusted, source, None))
+        return catalog
+
+    async def _seen(
+        self, conn: psycopg.AsyncConnection[Any], name: str, route: _Route, *, accepted: bool
+    ) -> None:
+        """A definition the gateway was offered, on the record (accepted, or waiting)."""
+        await conn.execute(
+            "INSERT INTO pg_labels.tool_definitions (name, owner, digest, definition, "
+            "accepted_at, accepted_by) VALUES (%s, %s, %s, %s, "
+            "CASE WHEN %s THEN now() END, CASE WHEN %s THEN CURRENT_USER END) "
+            "ON CONFLICT (name, digest) DO NOTHING",
+            [
+                name,
+                self.owner,
+                route.digest,
+                Jsonb(route.definition),
+                accepted,
+                accepted,
+            ],
+        )
 
     def _on_upstream(self, name: str) -> Any:
         async def handler(message: IncomingMessage) -> None:
@@ -512,20 +855,25 @@ class Gateway:
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
             elif isinstance(message, Exception):
-                log.warning("upstream %s: %s", name, message)
+                log.warning("upstream %s: %s", _printable(name), _printable(str(message)))
 
         return handler
 
     async def _changed(self, name: str) -> None:
         """An upstream's ``notifications/tools/list_changed``: list and sync again, then tell
-        the downstream sessions."""
+        the downstream sessions. All or nothing: if the catalog cannot be written, the
+        sessions keep the tools as they were."""
         async with self._resync:
             try:
-                await self._list_upstream(name)
-                self._build_routes()
-                await self.sync_catalog()
+                tools = await self._list_upstream(name)
+                await self.sync_catalog({**self.listed, name: tools})
             except Exception as err:
-                log.error("upstream %s changed its tools; syncing failed: %s", name, _why(err))
+                log.error(
+                    "upstream %s changed its tools; syncing failed, the tools stay as they "
+                    "were: %s",
+                    _printable(name),
+                    _printable(_leaf(err)),
+                )
                 return
         for connection in list(self._sessions):
             with contextlib.suppress(Exception):
@@ -536,57 +884,136 @@ class Gateway:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        self._session(ctx)
+        # a tool whose definition changed is not shown until an operator accepts the change
         tools = [
-            route.tool.model_copy(update={"name": name}) for name, route in self.routes.items()
+            route.tool.model_copy(update={"name": name})
+            for name, route in self.routes.items()
+            if name not in self.pending
         ]
         return types.ListToolsResult(tools=tools)
 
-    def _session(self, ctx: ServerRequestContext[Any]) -> _Session:
+    def _client(self, ctx: ServerRequestContext[Any]) -> Client | None:
+        """The client a bearer token named (HTTP with [clients]), else None."""
+        request = ctx.request
+        state = getattr(request, "scope", {}).get("state", {}) if request is not None else {}
+        client = state.get("pg_labels_client") if isinstance(state, Mapping) else None
+        return client if isinstance(client, Client) else None
+
+    def _new_session(self, client: Client | None, run: AsyncRun | None = None) -> _Session:
+        agent = (client.agent if client is not None else None) or self.config.agent
+        return _Session(client, agent, run)
+
+    def _connection_session(self, ctx: ServerRequestContext[Any]) -> _Session:
         # The connection of the request (one per stdio client, per Streamable HTTP session):
         # ServerSession is built per request, its connection lives as long as the session.
         connection = ctx.session._connection
         session = self._sessions.get(connection)
         if session is None:
-            session = self._sessions[connection] = _Session()
-            connection.exit_stack.push_async_callback(session.drop)
+            session = self._sessions[connection] = self._new_session(self._client(ctx))
+        session.used = time.monotonic()
         return session
 
-    async def _ready(self, session: _Session) -> Guard:
-        """The session's guard on a live connection: connect (again) and open the run (or
-        find it again after a reconnect)."""
-        if session.broken() or session.guard is None:
-            await session.drop()
-            timeout = self.config.db_timeout
-            conn = await psycopg.AsyncConnection.connect(
-                self.config.database, autocommit=True, connect_timeout=max(1, int(timeout))
+    def _token(self, run_id: Any) -> str:
+        mac = hmac.new(self._token_key, str(run_id).encode(), hashlib.sha256).hexdigest()
+        return f"{run_id}.{mac[:32]}"
+
+    def _token_run(self, token: object) -> str | None:
+        """The run a token this gateway issued names (None for any other value)."""
+        if not isinstance(token, str) or len(token) > 100 or "." not in token:
+            return None
+        run_id, _, _ = token.partition(".")
+        return run_id if hmac.compare_digest(self._token(run_id), token) else None
+
+    async def _sessionless(
+        self, ctx: ServerRequestContext[Any], name: str
+    ) -> _Session | types.CallToolResult:
+        """A call of MCP's sessionless revision: its conversation's run, named by the run token
+        the gateway issued in ``_meta`` (``pg-labels/run``); without one, a run is opened and
+        the call is answered with its token, not made."""
+        mode = self.config.sessionless
+        client = self._client(ctx)
+        if mode == "per_call":
+            return self._new_session(client)
+        if mode == "refuse":
+            return _error(
+                f"pg_labels refused {name}: this gateway keeps the calls of one conversation in "
+                "one run, and a call without an MCP session (protocol revision "
+                f"{ctx.protocol_version}) has none; nothing was called. Connect with a session "
+                "(an earlier protocol revision)"
             )
+        meta = ctx.meta or {}
+        token = meta.get(RUN_META_KEY) if isinstance(meta, Mapping) else None
+        if token is None:
             try:
-                # every statement ends within the database timeout (the URL's own options, or
-                # PGOPTIONS, are kept)
-                await conn.execute(
-                    "SELECT set_config('statement_timeout', %s, false)",
-                    [f"{int(timeout * 1000)}ms"],
+                async with self._pool.platform() as platform:
+                    with anyio.fail_after(self.config.db_timeout):
+                        session = self._new_session(client)
+                        run = await platform.open_run(
+                            session.agent,
+                            self.config.scope,
+                            labels=self.config.labels or None,
+                        )
+            except Exception as err:
+                log.warning("sessionless call: the run could not be opened: %s", _leaf(err))
+                return _error(
+                    f"pg_labels refused {name}: the conversation's run could not be opened "
+                    f"({_internal(err)}); nothing was called"
                 )
-                platform = AsyncPlatform(conn)
-                if session.run_id is None:
-                    run = await platform.open_run(
-                        self.config.agent, self.config.scope, labels=self.config.labels or None
-                    )
-                    session.run_id = run.id
-                    log.info("session opened run %s", run.id)
-                else:
-                    run = await platform.run(session.run_id)
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    await conn.close()
-                raise
-            session.conn = conn
-            if session.guard is None:
-                session.guard = Guard(run)
-            else:
-                session.guard.run = run
-        assert session.guard is not None
+            session = _Session(session.client, session.agent, run)
+            self._remember(str(run.id), session)
+            issued = self._token(run.id)
+            result = _error(
+                f"pg_labels: {name} was not called. A call without an MCP session needs its "
+                f"conversation's run: send this call, and every later call of the conversation, "
+                f'with _meta {{"{RUN_META_KEY}": "{issued}"}}'
+            )
+            result.meta = {RUN_META_KEY: issued}
+            return result
+        run_id = self._token_run(token)
+        if run_id is None:
+            return _error(
+                f"pg_labels refused {name}: _meta {RUN_META_KEY} is not a run token this "
+                "gateway issued (it issues one to a call that comes without); nothing was called"
+            )
+        known = self._runs.get(run_id)
+        if known is None:
+            known = self._new_session(client)
+            known.run = (run_id, None, Scope(self.config.scope), LabelSet([]))
+            self._remember(run_id, known)
+        known.used = time.monotonic()
+        return known
+
+    def _remember(self, run_id: str, session: _Session) -> None:
+        """The sessionless conversations kept: at most max_sessions, the idlest forgotten
+        first (a forgotten one's next call finds its run again)."""
+        self._runs[run_id] = session
+        self._runs.move_to_end(run_id)
+        cutoff = time.monotonic() - self.config.session_idle_timeout
+        while self._runs and (
+            len(self._runs) > self.config.max_sessions
+            or next(iter(self._runs.values())).used < cutoff
+        ):
+            self._runs.popitem(last=False)
+
+    async def _guard(self, session: _Session, platform: AsyncPlatform) -> Guard:
+        """The session's guard, its run on this call's connection: opened with the first call,
+        found again after that."""
+        if session.run is None:
+            run = await platform.open_run(
+                session.agent, self.config.scope, labels=self.config.labels or None
+            )
+            session.run = (run.id, run.agent, run.scope, run.opened_labels)
+            log.info("session opened run %s", run.id)
+        elif session.run[1] is None:
+            # a run named by a token: as the database has it
+            run = await platform.run(session.run[0])
+            session.run = (run.id, run.agent, run.scope, run.opened_labels)
+        else:
+            run = AsyncRun(platform, *session.run)
+        if session.guard is None:
+            session.guard = Guard(run)
+        else:
+            session.guard.run = run
         return session.guard
 
     async def _call_tool(
@@ -596,44 +1023,98 @@ class Gateway:
         args: dict[str, Any] = dict(params.arguments or {})
         route = self.routes.get(name)
         if route is None:
+            offered = sorted(n for n in self.routes if n not in self.pending)
             return _error(
-                f"pg_labels refused {name}: unknown tool (the gateway offers "
-                f"{', '.join(sorted(self.routes)) or 'no tools'}); nothing was called"
+                f"pg_labels refused {_printable(name)}: unknown tool (the gateway offers "
+                f"{', '.join(offered) or 'no tools'}); nothing was called"
             )
-        session = self._session(ctx)
+        size = len(json.dumps(args, ensure_ascii=False).encode())
+        if size > self.config.max_argument_bytes:
+            return _error(
+                f"pg_labels refused {name}: its arguments are {size} bytes, more than the "
+                f"gateway's max_argument_bytes ({self.config.max_argument_bytes}); nothing "
+                "was called"
+            )
+        if name in self.pending and not await self._accepted(name, route):
+            return _error(
+                f"pg_labels refused {name}: its definition changed since it was accepted "
+                f"({self.pending.get(name)}); nothing was called. The change is on the record "
+                "(pg_labels.tool_definitions) until an operator accepts it"
+            )
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            found = await self._sessionless(ctx, name)
+            if isinstance(found, types.CallToolResult):
+                return found
+            session = found
+        else:
+            session = self._connection_session(ctx)
+        if session.client != self._client(ctx):
+            # a session (or run token) is its client's: another client's token does not use it
+            return _error(
+                f"pg_labels refused {name}: this session belongs to another client; nothing "
+                "was called"
+            )
         timeout = self.config.db_timeout
         try:
-            async with session.lock:
-                with anyio.fail_after(timeout * 2):
-                    guard = await self._ready(session)
-        except Exception as err:
-            await session.drop()
-            why = "it did not answer in time" if isinstance(err, TimeoutError) else _why(err)
-            what = (
-                "the database could not be reached"
-                if isinstance(err, (TimeoutError, psycopg.OperationalError))
-                else "the session's run could not be opened"
-            )
-            return _error(
-                f"pg_labels refused {name}: {what} ({why}), so the call is refused and was "
-                "not forwarded"
-            )
-        try:
-            with anyio.fail_after(timeout):
-                verdict = await guard.acheck(name, args, str(ctx.request_id))
-                if verdict.decision == "block":
-                    verdict = await self._explain(guard, name, args, verdict)
+            async with session.lock, self._pool.platform() as platform:
+                try:
+                    with anyio.fail_after(timeout * 2):
+                        guard = await self._guard(session, platform)
+                except Exception as err:
+                    log.warning("session: the database: %s", _printable(_leaf(err)))
+                    what = (
+                        "the database could not be reached"
+                        if isinstance(_unwrap(err), (TimeoutError, psycopg.OperationalError))
+                        else "the session's run could not be opened"
+                    )
+                    return _error(
+                        f"pg_labels refused {name}: {what} ({_internal(err)}), so the call is "
+                        "refused and was not forwarded"
+                    )
+                with anyio.fail_after(timeout):
+                    verdict = await guard.acheck(name, args, str(ctx.request_id))
+                    if verdict.decision == "block":
+                        verdict = await self._explain(guard, name, args, verdict)
         except TimeoutError:
-            await session.drop()
             return _error(
                 f"pg_labels refused {name}: the database did not answer within {timeout:g}s, "
                 "so the call is refused and was not forwarded"
             )
+        except Exception as err:
+            log.warning("session: the database: %s", _printable(_leaf(err)))
+            return _error(
+                f"pg_labels refused {name}: the database could not be reached "
+                f"({_internal(err)}), so the call is refused and was not forwarded"
+            )
         if not verdict.allowed:
-            if session.broken():
-                await session.drop()
+            if verdict.decision == "error":
+                # the database failed, it did not refuse: the client reads no more than the
+                # SQLSTATE (the server's log and the gateway's have the rest)
+                log.warning("%s: %s", name, _printable(verdict.message))
+                state = f"SQLSTATE {verdict.sqlstate}" if verdict.sqlstate else "no SQLSTATE"
+                return _error(
+                    f"pg_labels refused {name}: the barrier could not be checked ({state}), "
+                    "so the call is refused and was not forwarded"
+                )
             return _error(verdict.message or f"pg_labels refused {name}")
-        return await self._forward(session, guard, verdict, route, args)
+        return await self._forward(session, verdict, route, args)
+
+    async def _accepted(self, name: str, route: _Route) -> bool:
+        """Whether an operator accepted the tool's changed definition since the last sync
+        (``pg_labels.accept_tool_definition()``): then it is offered again."""
+        try:
+            async with self._pool.platform() as platform:
+                with anyio.fail_after(self.config.db_timeout):
+                    cur = await platform.conn.execute(
+                        "SELECT definition_digest FROM pg_labels.tools WHERE name = %s", [name]
+                    )
+                    row = await cur.fetchone()
+        except Exception:
+            return False
+        if row is None or row[0] != route.digest:
+            return False
+        self.pending.pop(name, None)
+        return True
 
     async def _explain(self, guard: Guard, name: str, args: object, verdict: Verdict) -> Verdict:
         """A call the gate blocked, as the database refuses it: the ``tool_called`` step is
@@ -664,7 +1145,6 @@ class Gateway:
     async def _forward(
         self,
         session: _Session,
-        guard: Guard,
         verdict: Verdict,
         route: _Route,
         args: dict[str, Any],
@@ -679,32 +1159,54 @@ class Gateway:
             why = (
                 f"it did not answer within {self.config.call_timeout:g}s"
                 if isinstance(err, TimeoutError)
-                else _why(err)
+                else _printable(_why(err))
             )
             text = f"upstream {route.upstream} failed: {why}"
             Guard.failed_tool(verdict, err)
-            with anyio.move_on_after(self.config.db_timeout):
-                await guard.arecord(verdict, text)
+            # what the upstream said reaches the model only once it is the call's tool_result
+            if await self._record(session, verdict, text) is not None:
+                return _error(
+                    f"pg_labels: {verdict.tool} was called and failed; the failure could not be "
+                    "recorded, so what the upstream said is withheld"
+                )
             return _error(f"pg_labels: {verdict.tool} was called, but {text}")
         if not isinstance(result, types.CallToolResult):
             result = types.CallToolResult(
                 content=[types.TextContent(text=json.dumps(result.model_dump(mode="json")))]
             )
-        message: str | None = None
-        try:
-            with anyio.fail_after(self.config.db_timeout):
-                _, message = await guard.arecord(verdict, result.model_dump(mode="json"))
-        except TimeoutError:
-            await session.drop()
-            message = (
-                f"pg_labels: the result of {verdict.tool} could not be recorded (the database "
-                "did not answer in time), so it is withheld"
+        output = result.model_dump(mode="json")
+        size = len(json.dumps(output, ensure_ascii=False).encode())
+        if size > self.config.max_result_bytes:
+            text = (
+                f"upstream {route.upstream} answered {size} bytes, more than the gateway's "
+                f"max_result_bytes ({self.config.max_result_bytes})"
             )
-        if message is not None:
-            if session.broken():
-                await session.drop()
-            return _error(message)
+            if await self._record(session, verdict, text) is not None:
+                return _error(
+                    f"pg_labels: the result of {verdict.tool} could not be recorded, so it is "
+                    "withheld"
+                )
+            return _error(f"pg_labels: {verdict.tool} was called, but {text}: it is withheld")
+        if await self._record(session, verdict, output) is not None:
+            return _error(
+                f"pg_labels: the result of {verdict.tool} could not be recorded, so it is withheld"
+            )
         return result
+
+    async def _record(self, session: _Session, verdict: Verdict, output: object) -> str | None:
+        """The call's ``tool_result`` step; why it could not be written (logged: the client
+        is told nothing of it), else None."""
+        message: str | None
+        try:
+            async with session.lock, self._pool.platform() as platform:
+                with anyio.fail_after(self.config.db_timeout):
+                    guard = await self._guard(session, platform)
+                    _, message = await guard.arecord(verdict, output)
+        except Exception as err:
+            message = f"the database: {_leaf(err)}"
+        if message is not None:
+            log.warning("%s: %s", verdict.tool, _printable(message))
+        return message
 
     # -- serving -------------------------------------------------------------------------------
 
@@ -718,14 +1220,101 @@ class Gateway:
 
     async def serve_http(self, listen: str) -> None:
         import uvicorn
+        from mcp.server.transport_security import TransportSecuritySettings
 
         host, _, port = listen.rpartition(":")
         host = host.strip("[]") or "127.0.0.1"
-        app = self.server.streamable_http_app(host=host, session_idle_timeout=None)
+        loopback = _loopback(host)
+        if not loopback and not self.config.clients:
+            raise GatewayError(
+                f"--listen {listen} is not a loopback address: the gateway then needs its "
+                "clients' bearer tokens ([clients.NAME] token_sha256 = ...; docs/mcp.md)"
+            )
+        hosts = self.config.allowed_hosts or (
+            ["127.0.0.1:*", "localhost:*", "[::1]:*"] if loopback else []
+        )
+        if not hosts:
+            raise GatewayError(
+                f"--listen {listen}: name the host names clients reach the gateway by "
+                '(allowed_hosts = ["mcp.example.com:8808"]), so that DNS rebinding is refused'
+            )
+        origins = self.config.allowed_origins or (
+            ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"] if loopback else []
+        )
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+        )
+        app: Any = self.server.streamable_http_app(
+            host=host,
+            session_idle_timeout=self.config.session_idle_timeout,
+            max_sessions=self.config.max_sessions,
+            max_request_body_size=self.config.max_request_bytes,
+            transport_security=security,
+        )
+        if self.config.clients:
+            app = _Bearer(app, self.config.clients)
         server = uvicorn.Server(
-            uvicorn.Config(app, host=host, port=int(port), log_level="warning", lifespan="on")
+            uvicorn.Config(
+                app,
+                host=host,
+                port=int(port),
+                log_level="warning",
+                lifespan="on",
+                server_header=False,
+                limit_concurrency=self.config.max_sessions + self.config.pool_size + 16,
+                timeout_keep_alive=5,
+            )
         )
         await server.serve()
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _Bearer:
+    """ASGI: every HTTP request needs ``Authorization: Bearer <token>`` of a configured client
+    (compared by SHA-256 in constant time); the client's name goes with the request."""
+
+    def __init__(self, app: Any, clients: Mapping[str, Client]) -> None:
+        self.app = app
+        self.clients = dict(clients)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        client = None
+        for key, value in scope.get("headers", []):
+            if key == b"authorization" and value[:7].lower() == b"bearer ":
+                digest = hashlib.sha256(value[7:].strip()).hexdigest()
+                for known, who in self.clients.items():
+                    if hmac.compare_digest(known, digest):
+                        client = who
+        if client is None:
+            body = b'{"error": "invalid_token", "error_description": "a bearer token is needed"}'
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"www-authenticate", b'Bearer realm="pg-labels-mcp"'),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        scope = {**scope, "state": {**scope.get("state", {}), "pg_labels_client": client}}
+        await self.app(scope, receive, send)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -746,6 +1335,10 @@ def _parser() -> argparse.ArgumentParser:
         help="libpq URL of a role that may write pg_labels.tools (default: --database)",
     )
     p.add_argument("--config", help="gateway.toml: upstreams, run, per-tool overrides")
+    p.add_argument(
+        "--name",
+        help="the gateway's name: the owner of its upstreams' namespaces (default: --agent)",
+    )
     p.add_argument("--agent", help="the runs' agent name")
     p.add_argument("--scope", help="the runs' scope")
     p.add_argument(
@@ -759,6 +1352,22 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--call-timeout", type=float, help="seconds an upstream has for a call")
     p.add_argument("--db-timeout", type=float, help="seconds the database has for a statement")
     p.add_argument(
+        "--session-idle-timeout",
+        type=float,
+        help="seconds an HTTP session (or a sessionless run token) is kept unused (1800)",
+    )
+    p.add_argument("--max-sessions", help="HTTP sessions kept at once (100)")
+    p.add_argument("--pool-size", help="database connections the sessions share (10)")
+    p.add_argument("--max-argument-bytes", help="a call's arguments, as JSON (1000000)")
+    p.add_argument("--max-result-bytes", help="an upstream's result, as JSON (4000000)")
+    p.add_argument("--max-request-bytes", help="an HTTP request's body (4000000)")
+    p.add_argument(
+        "--sessionless",
+        choices=SESSIONLESS,
+        help="calls without an MCP session (protocol 2026-07-28): token (a run token in "
+        "_meta, issued by the gateway; the default), refuse, or per_call (each its own run)",
+    )
+    p.add_argument(
         "--allow-wider-grants",
         action="store_true",
         help="start although the --database role's grants reach beyond --scope",
@@ -768,6 +1377,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="connect to everything, sync and print the catalog it would enforce, and exit",
     )
+    p.add_argument(
+        "--accept",
+        action="store_true",
+        help="with --check: accept the changed definitions of the gateway's own tools",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO to stderr")
     return p
 
@@ -776,12 +1390,12 @@ def _flag(value: str | None) -> bool:
     return (value or "") not in ("", "0", "false")
 
 
-def _settings(argv: Sequence[str] | None) -> tuple[Config, bool, bool]:
+def _settings(argv: Sequence[str] | None) -> tuple[Config, bool, bool, bool]:
     ns = _parser().parse_args(argv)
     env = os.environ
     config_path = ns.config or env.get(ENV_PREFIX + "CONFIG")
     config = load_config(config_path)
-    for key in ("database", "catalog_database", "agent", "scope", "listen"):
+    for key in ("database", "catalog_database", "name", "agent", "scope", "listen"):
         value = getattr(ns, key) or env.get(ENV_PREFIX + key.upper())
         if value:
             setattr(config, key, value)
@@ -790,26 +1404,38 @@ def _settings(argv: Sequence[str] | None) -> tuple[Config, bool, bool]:
     ]
     if labels:
         config.labels = labels
-    for key in ("call_timeout", "db_timeout"):
+    for key in ("call_timeout", "db_timeout", "session_idle_timeout"):
         value = getattr(ns, key) or env.get(ENV_PREFIX + key.upper())
         if value:
             setattr(config, key, _seconds(value, key))
+    for key in _COUNTS:
+        value = getattr(ns, key) or env.get(ENV_PREFIX + key.upper())
+        if value:
+            setattr(config, key, _count(value, key))
+    sessionless = ns.sessionless or env.get(ENV_PREFIX + "SESSIONLESS")
+    if sessionless:
+        config.sessionless = _sessionless(sessionless)
     if ns.allow_wider_grants or _flag(env.get(ENV_PREFIX + "ALLOW_WIDER_GRANTS")):
         config.allow_wider_grants = True
     check = ns.check or _flag(env.get(ENV_PREFIX + "CHECK"))
-    return config, check, ns.verbose
+    if ns.accept and not check:
+        raise ValueError("--accept goes with --check")
+    return config, check, ns.verbose, ns.accept
 
 
-async def _main(config: Config, check: bool) -> int:
+async def _main(config: Config, check: bool, accept: bool = False) -> int:
     gateway = Gateway(config)
-    async with gateway.connected():
+    async with gateway.connected(accept=accept):
         if check:
             print(f"pg-labels-mcp: runs of agent {config.agent} in scope {config.scope}", end="")
             print(f" carrying {LabelSet(config.labels)}" if config.labels else "")
             width = max((len(t.name) for t in gateway.catalog), default=4)
             for tool in gateway.catalog:
                 trust = "trusted output" if tool.trusted_output else "untrusted output"
-                print(f"{tool.name:<{width}}  {tool.effect:<16}  {trust}")
+                line = f"{tool.name:<{width}}  {tool.effect:<16}  {trust:<16}  set by {tool.set_by}"
+                if tool.change is not None:
+                    line += f"; REFUSED: its definition changed ({tool.change}), not accepted"
+                print(line)
             return 0
         if config.listen:
             await gateway.serve_http(config.listen)
@@ -821,13 +1447,13 @@ async def _main(config: Config, check: bool) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``pg-labels-mcp`` command."""
     try:
-        config, check, verbose = _settings(argv)
+        config, check, verbose, accept = _settings(argv)
         logging.basicConfig(
             stream=sys.stderr,
             level=logging.INFO if verbose else logging.WARNING,
             format="pg-labels-mcp: %(message)s",
         )
-        return anyio.run(_main, config, check)
+        return anyio.run(_main, config, check, accept)
     except (ValueError, OSError, psycopg.Error) as err:
         print(f"pg-labels-mcp: {err}", file=sys.stderr)
         return 2
