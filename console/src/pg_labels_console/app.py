@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import json
 import secrets
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timezone
@@ -21,12 +20,16 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.middleware import Middleware
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import db, svg
-from .sessions import Session, SessionStore
+from .limits import SECURITY_HEADERS, Guarded, ServerTiming, Signer, Throttle, form_fields, same
+from .sessions import Full, Session, SessionStore
 
 COOKIE = "pg_labels_console"
+# the anonymous sign-in form's nonce (its token is an HMAC of it: nothing kept on the server)
+LOGIN_COOKIE = "pg_labels_console_login"
+# a browser where a role signed in before: the role's failed sign-ins elsewhere do not slow it
+KNOWN_COOKIE = "pg_labels_console_known"
 PAGE_SIZE = 50
 CHART_DAYS = 30
 T = TypeVar("T")
@@ -59,16 +62,6 @@ EXPLANATIONS: dict[str, tuple[str, list[str]]] = {
     "unknown_tool": ("The tool is not in the tool catalog, and the platform fails closed.", []),
     "sealed": ("The trail is sealed: what it holds is never changed or deleted, for any role.", []),
 }
-
-SECURITY_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
-                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "same-origin",
-    "Cache-Control": "no-store",
-}
-
 
 def _ts(value: datetime | None) -> str:
     if value is None:
@@ -126,11 +119,14 @@ def escaping(labels: list[str] | None, scope: str | None) -> set[str]:
 
 
 class Console:
-    def __init__(self, database_url: str, secure_cookies: bool, idle_timeout: float, page_size: int = PAGE_SIZE) -> None:
+    def __init__(self, database_url: str, secure_cookies: bool, idle_timeout: float, page_size: int = PAGE_SIZE,
+                 max_connections: int = 50, per_role: int = 5, throttle: Throttle | None = None) -> None:
         self.database_url = database_url
         self.page_size = page_size
         self.secure_cookies = secure_cookies
-        self.sessions = SessionStore(idle_timeout)
+        self.sessions = SessionStore(idle_timeout, max_connections, per_role)
+        self.signer = Signer()
+        self.throttle = throttle or Throttle()
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
             autoescape=True,
@@ -148,6 +144,7 @@ class Console:
         flash = []
         if s is not None:
             flash, s.flash = s.flash, []
+        ctx.setdefault("csrf", s.csrf if s is not None else "")
         html = self.env.get_template(name).render(session=s, flash=flash, request=request, **ctx)
         resp = HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
         if s is not None:
@@ -179,9 +176,8 @@ class Console:
         s, _ = self.sessions.get(request.cookies.get(COOKIE))
         if s is None:
             return self.forbidden(request, "Your session has ended or expired. Sign in again.")
-        form = await request.form()
-        fields = {k: v for k, v in form.items() if isinstance(v, str)}
-        if not secrets.compare_digest(fields.get("csrf", ""), s.csrf):
+        fields = form_fields(await request.body())  # a urlencoded form of at most 64 KiB (Guarded)
+        if fields is None or not same(fields.get("csrf", ""), s.csrf):
             return self.forbidden(request, "The form's security token does not match your session.")
         if signed_in and s.role is None:
             return self.forbidden(request, "Sign in first.")
@@ -213,35 +209,66 @@ class Console:
         s, expired = self.sessions.get(request.cookies.get(COOKIE))
         if s is not None and s.role is not None:
             return self.redirect("/runs")
-        if s is None:
-            s = self.sessions.new()
         notice = None
         if expired or request.query_params.get("expired"):
             notice = "Your session expired. Sign in again."
         elif request.query_params.get("lost"):
             notice = "The connection to the database was lost. Sign in again."
-        return self.render(request, s, "login.html", notice=notice, error=None, role="")
+        return self.login_form(request, 200, notice, None, "")
+
+    def login_form(self, request: Request, status: int, notice: str | None, error: str | None, role: str,
+                   headers: dict[str, str] | None = None) -> Response:
+        """The sign-in form: its token is an HMAC of a fresh nonce in a cookie, so an anonymous
+        visitor costs the console nothing between requests."""
+        nonce = secrets.token_urlsafe(16)
+        resp = self.render(request, None, "login.html", status=status, notice=notice, error=error, role=role,
+                           csrf=self.signer.sign("login", nonce))
+        resp.set_cookie(LOGIN_COOKIE, nonce, httponly=True, samesite="strict", secure=self.secure_cookies,
+                        path="/login", max_age=3600)
+        for k, v in (headers or {}).items():
+            resp.headers[k] = v
+        return resp
 
     async def login(self, request: Request) -> Response:
-        posted = await self.posted(request)
-        if isinstance(posted, Response):
-            return posted
-        s, form = posted
-        role, password = form.get("role", "").strip(), form.get("password", "")
-        if s.role is not None:
+        s, _ = self.sessions.get(request.cookies.get(COOKIE))
+        if s is not None and s.role is not None:
             return self.redirect("/runs", s)
-        if not role or not password:
-            return self.render(request, s, "login.html", status=401, notice=None, error=SIGN_IN_FAILED, role=role)
+        form = form_fields(await request.body())
+        if form is None or not self.signer.valid("login", request.cookies.get(LOGIN_COOKIE), form.get("csrf")):
+            return self.forbidden(request, "The form's security token does not match. Load the sign-in page again.")
+        role, password = form.get("role", "").strip(), form.get("password", "")
+        if not role or not password or len(role) > 63 or len(password) > 1024:
+            return self.login_form(request, 401, None, SIGN_IN_FAILED, role[:63])
+        address = request.client.host if request.client else "unknown"
+        known = same(self.signer.sign("known", role), request.cookies.get(KNOWN_COOKIE, ""))
+        wait = self.throttle.wait(address, role, known)
+        if wait > 0:
+            # refused before the password is tried: no guess counts while it waits
+            return self.login_form(request, 429, None,
+                                   f"Too many failed sign-ins. Try again in {int(wait) + 1} seconds.", role,
+                                   headers={"Retry-After": str(int(wait) + 1)})
+        try:
+            self.sessions.room_for(role)
+        except Full:
+            return self.login_form(request, 503, None, "The console holds as many sessions as it may. "
+                                   "Try again later.", role, headers={"Retry-After": "60"})
         try:
             conn = await run_in_threadpool(db.connect, self.database_url, role, password)
         except db.SignInFailed:
-            return self.render(request, s, "login.html", status=401, notice=None, error=SIGN_IN_FAILED, role=role)
+            self.throttle.failed(address, role, known)
+            return self.login_form(request, 401, None, SIGN_IN_FAILED, role)
         except db.DatabaseUnreachable:
-            return self.render(request, s, "login.html", status=503, notice=None,
-                               error="The database could not be reached. Try again later.", role=role)
-        s = self.sessions.rotate(s)
-        s.role, s.conn = role, conn
-        return self.redirect("/scope", s)
+            return self.login_form(request, 503, None, "The database could not be reached. Try again later.", role)
+        try:
+            s = self.sessions.add(role, conn)
+        except Full:
+            return self.login_form(request, 503, None, "The console holds as many sessions as it may. "
+                                   "Try again later.", role, headers={"Retry-After": "60"})
+        resp = self.redirect("/scope", s)
+        resp.delete_cookie(LOGIN_COOKIE, path="/login")
+        resp.set_cookie(KNOWN_COOKIE, self.signer.sign("known", role), httponly=True, samesite="strict",
+                        secure=self.secure_cookies, path="/login", max_age=90 * 86400)
+        return resp
 
     async def logout(self, request: Request) -> Response:
         posted = await self.posted(request)
@@ -426,31 +453,10 @@ def message(e: psycopg.Error) -> str:
     return f"{text} (SQLSTATE {e.sqlstate})" if e.sqlstate else text
 
 
-class ServerTiming:
-    """Adds `Server-Timing: app;dur=MS`: the time from the request to the response's headers
-    (the page built and rendered), for bench/console.sh."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        start = time.perf_counter()
-
-        async def timed(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                ms = (time.perf_counter() - start) * 1000
-                message["headers"] = list(message.get("headers", [])) + [
-                    (b"server-timing", f"app;dur={ms:.2f}".encode())]
-            await send(message)
-        await self.app(scope, receive, timed)
-
-
 def create_app(database_url: str, *, secure_cookies: bool = False, idle_timeout: float = 1800,
-               page_size: int = PAGE_SIZE) -> Starlette:
-    c = Console(database_url, secure_cookies, idle_timeout, page_size)
+               page_size: int = PAGE_SIZE, max_connections: int = 50, per_role: int = 5,
+               throttle: Throttle | None = None) -> Starlette:
+    c = Console(database_url, secure_cookies, idle_timeout, page_size, max_connections, per_role, throttle)
     Handler = Callable[[Request], Awaitable[Response]]
     routes: list[tuple[str, Handler, list[str]]] = [
         ("/", c.index, ["GET"]),
@@ -478,7 +484,13 @@ def create_app(database_url: str, *, secure_cookies: bool = False, idle_timeout:
             task.cancel()
             c.sessions.close_all()
 
+    async def failed(request: Request, exc: Exception) -> Response:
+        # Starlette's own 500 page, with the console's headers (Guarded sits inside it)
+        return Response("Internal Server Error", status_code=500, media_type="text/plain",
+                        headers=SECURITY_HEADERS)
+
     app = Starlette(routes=[Route(p, h, methods=m) for p, h, m in routes], lifespan=lifespan,
-                    middleware=[Middleware(ServerTiming)])
+                    middleware=[Middleware(Guarded), Middleware(ServerTiming)],
+                    exception_handlers={Exception: failed})
     app.state.console = c
     return app

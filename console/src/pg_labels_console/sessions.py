@@ -34,27 +34,59 @@ class Session:
                 pass
 
 
-class SessionStore:
-    """Sessions in memory, keyed by a random id; idle ones expire."""
+class Full(Exception):
+    """The console holds as many sessions (connections) as it may."""
 
-    def __init__(self, idle_timeout: float, max_anonymous: int = 10_000) -> None:
+
+class SessionStore:
+    """Signed-in sessions in memory, keyed by a random id; idle ones expire. Each holds its
+    role's connection: at most `max_connections` in all and `per_role` for one role (a role's
+    least recently used session ends when it signs in once more). Anonymous visitors have
+    none."""
+
+    def __init__(self, idle_timeout: float, max_connections: int = 50, per_role: int = 5) -> None:
         self.idle_timeout = idle_timeout
-        self.max_anonymous = max_anonymous
+        self.max_connections = max_connections
+        self.per_role = per_role
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
         self._last_sweep = time.monotonic()
         self._expired: dict[str, None] = {}  # ids that expired lately, oldest first: "your session expired"
 
-    def new(self) -> Session:
-        s = Session(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32), last_seen=time.monotonic())
+    def room_for(self, role: str) -> None:
+        """Make room for one more session of `role` (ending its least recently used one when
+        it has `per_role`); Full when the console holds `max_connections`."""
+        ended: list[Session] = []
         with self._lock:
-            self._sweep()
-            anonymous = [x for x in self._sessions.values() if x.role is None]
-            if len(anonymous) >= self.max_anonymous:  # a flood of sign-in pages: drop the oldest
-                oldest = min(anonymous, key=lambda x: x.last_seen)
-                self._sessions.pop(oldest.id, None)
-            self._sessions[s.id] = s
+            self._sweep(force=True)
+            mine = sorted((x for x in self._sessions.values() if x.role == role), key=lambda x: x.last_seen)
+            while len(mine) >= self.per_role:
+                oldest = mine.pop(0)
+                del self._sessions[oldest.id]
+                ended.append(oldest)
+            full = len(self._sessions) >= self.max_connections
+        for x in ended:
+            x.close()
+        if full:
+            raise Full()
+
+    def add(self, role: str, conn: psycopg.Connection[tuple[object, ...]]) -> Session:
+        """A new signed-in session holding `conn` (Full, and `conn` closed, when there is no
+        room: another sign-in took the last place meanwhile)."""
+        s = Session(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32),
+                    last_seen=time.monotonic(), role=role, conn=conn)
+        with self._lock:
+            full = len(self._sessions) >= self.max_connections
+            if not full:
+                self._sessions[s.id] = s
+        if full:
+            s.close()
+            raise Full()
         return s
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)
 
     def get(self, sid: str | None) -> tuple[Session | None, bool]:
         """The live session of this id (touched), and whether an expired one was dropped."""
@@ -79,16 +111,6 @@ class SessionStore:
         with self._lock:
             self._sessions.pop(s.id, None)
         s.close()
-
-    def rotate(self, s: Session) -> Session:
-        """A new id and CSRF token for a session that signs in (no fixation)."""
-        with self._lock:
-            self._sessions.pop(s.id, None)
-            s.id = secrets.token_urlsafe(32)
-            s.csrf = secrets.token_urlsafe(32)
-            s.last_seen = time.monotonic()
-            self._sessions[s.id] = s
-        return s
 
     def sweep(self) -> None:
         """End every idle session now, closing its connection (the app calls it every 30 s)."""
