@@ -12,7 +12,7 @@
 # synchronous_commit = off (PGOPTIONS), which shows what the gateway itself costs.
 #
 # Needs PGHOST/PGPORT/PGUSER (a superuser) of a running cluster with pg_labels installed, and
-# PGBIN (psql); makes the database pg_labels_mcp_bench there and drops it at the end. The
+# PGBIN (psql); makes the database labels_mcp_bench there and drops it at the end. The
 # environment (venv, npm ci) is tests/mcp/run.sh's (--prepare).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +20,7 @@ ROOT=$PWD
 : "${PGHOST:?}" "${PGPORT:?}" "${PGUSER:?}" "${PGBIN:?}"
 eval "$(tests/mcp/run.sh --prepare | grep -E '^MCP_(VENV|SERVERS)=')"
 
-db=pg_labels_mcp_bench
+db=labels_mcp_bench
 admin() { PGOPTIONS="-c client_min_messages=warning" "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
 admin -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
 trap 'admin -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
@@ -28,18 +28,18 @@ trap 'admin -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || tru
 "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$db" <<'SQL'
 CREATE EXTENSION pg_labels;
 DO $$ BEGIN
-    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'pg_labels_mcp_bench') THEN
-        CREATE ROLE pg_labels_mcp_bench LOGIN;
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'labels_mcp_bench') THEN
+        CREATE ROLE labels_mcp_bench LOGIN;
     END IF;
 END $$;
-GRANT USAGE ON SCHEMA pg_labels TO pg_labels_mcp_bench;
+GRANT USAGE ON SCHEMA pg_labels TO labels_mcp_bench;
 GRANT SELECT, INSERT ON pg_labels.runs, pg_labels.steps, pg_labels.artifacts,
-      pg_labels.shares, pg_labels.agent_versions TO pg_labels_mcp_bench;
-GRANT SELECT ON pg_labels.tools, pg_labels.listeners, pg_labels.approval_points TO pg_labels_mcp_bench;
-INSERT INTO pg_labels.grants (role, scope) VALUES ('pg_labels_mcp_bench', 'acme/platform');
+      pg_labels.shares, pg_labels.agent_versions TO labels_mcp_bench;
+GRANT SELECT ON pg_labels.tools, pg_labels.listeners, pg_labels.approval_points TO labels_mcp_bench;
+INSERT INTO pg_labels.grants (role, scope) VALUES ('labels_mcp_bench', 'acme/platform');
 SQL
 
-work=$(mktemp -d /tmp/pg_labels_mcp_bench.XXXXXX)
+work=$(mktemp -d /tmp/labels_mcp_bench.XXXXXX)
 trap 'rm -rf "$work"; admin -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
 cat > "$work/gateway.toml" <<EOF
 agent = "bench"
@@ -49,7 +49,7 @@ command = "$MCP_SERVERS/mcp-server-everything"
 trust_annotations = true
 EOF
 
-DSN="host=$PGHOST port=$PGPORT user=pg_labels_mcp_bench dbname=$db" \
+DSN="host=$PGHOST port=$PGPORT user=labels_mcp_bench dbname=$db" \
 CATALOG_DSN="host=$PGHOST port=$PGPORT user=$PGUSER dbname=$db" CONFIG=$work/gateway.toml \
 SERVERS=$MCP_SERVERS GATEWAY=${MCP_BENCH_GATEWAY:-$MCP_VENV/bin/pg-labels-mcp} \
 CALLS=${MCP_BENCH_CALLS:-500} WARMUP=${MCP_BENCH_WARMUP:-50} \
