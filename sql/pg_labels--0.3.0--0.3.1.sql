@@ -527,24 +527,24 @@ $claimed$;
 COMMENT ON FUNCTION pg_labels.tool_claimed(text, text) IS
     'Whether the current role may write the tool as the owner: the owner claimed the tool''s namespace for this role (tool_namespaces)';
 
--- Who may write which tools: a gateway claims the namespace of an upstream (the prefix of its
--- tools' names) once, for its name and its catalog role; then that role writes tools of that
--- namespace as that owner, and nothing else (the policies below). The DBA (the tables' owner,
--- a superuser) writes any tool; a row a gateway does not own it leaves as it is.
+-- Who may write which tools: the DBA gives a gateway the namespace of an upstream (the prefix
+-- of its tools' names), for the gateway's name and its catalog role; then that role writes
+-- tools of that namespace as that owner, and nothing else (the policies below). The DBA (the
+-- tables' owner, a superuser) writes any tool; a row a gateway does not own it leaves as it is.
 CREATE TABLE pg_labels.tool_namespaces (
     namespace text PRIMARY KEY
         CONSTRAINT tool_namespaces_namespace_check CHECK (namespace <> '' AND pg_catalog.strpos(namespace, '.') = 0 AND namespace !~ '[[:cntrl:]]'),
     owner text NOT NULL
         CONSTRAINT tool_namespaces_owner_check CHECK (owner <> '' AND owner !~ '[[:cntrl:]]'),
-    role name NOT NULL DEFAULT CURRENT_USER,
+    role name NOT NULL,
     claimed_at timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE pg_labels.tool_namespaces IS
-    'Which gateway owns the tools of a namespace (the part of a tool''s name before its first dot): claimed once, released by the DBA';
+    'Which gateway owns the tools of a namespace (the part of a tool''s name before its first dot): given and taken back by the DBA';
 COMMENT ON COLUMN pg_labels.tool_namespaces.namespace IS 'The prefix (an MCP gateway''s upstream name)';
 COMMENT ON COLUMN pg_labels.tool_namespaces.owner IS 'The gateway''s name (its configuration''s name)';
 COMMENT ON COLUMN pg_labels.tool_namespaces.role IS 'The role that writes its tools (the gateway''s catalog role)';
-COMMENT ON COLUMN pg_labels.tool_namespaces.claimed_at IS 'When it was claimed';
+COMMENT ON COLUMN pg_labels.tool_namespaces.claimed_at IS 'When the DBA gave it';
 
 -- Every definition of a tool a gateway was offered, as its upstream gave it: the first one
 -- accepted as it was seen, a changed one waiting for an operator (accept_tool_definition()).
@@ -606,8 +606,7 @@ CREATE POLICY tools_claimed_delete ON pg_labels.tools FOR DELETE
     USING (pg_labels.tool_claimed(name, owner));
 ALTER TABLE pg_labels.tool_namespaces ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tool_namespaces_read ON pg_labels.tool_namespaces FOR SELECT USING (true);
-CREATE POLICY tool_namespaces_claim ON pg_labels.tool_namespaces FOR INSERT
-    WITH CHECK (pg_catalog.pg_has_role(role, 'MEMBER'));
+-- (no other policy: only the DBA gives a namespace to a gateway)
 ALTER TABLE pg_labels.tool_definitions ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tool_definitions_read ON pg_labels.tool_definitions FOR SELECT USING (true);
 CREATE POLICY tool_definitions_seen ON pg_labels.tool_definitions FOR INSERT
@@ -617,8 +616,9 @@ CREATE POLICY tool_definitions_accept ON pg_labels.tool_definitions FOR UPDATE
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.tool_namespaces', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.tool_definitions', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.tool_definitions_id_seq', '');
--- a role that wrote the catalog (a 0.3.0 gateway's catalog role) may claim namespaces and
--- record definitions; the tools it wrote are the DBA's now (a WARNING names each role)
+-- a role that wrote the catalog (a 0.3.0 gateway's catalog role) may read the namespaces the
+-- DBA gives and record definitions; the tools it wrote are the DBA's now, and it writes none
+-- until the DBA gives its gateway a namespace (a WARNING names each role)
 DO $catalog$
 DECLARE
     r record;
@@ -629,9 +629,9 @@ BEGIN
                 AND a.privilege_type IN ('INSERT', 'UPDATE') AND a.grantee <> c.relowner AND a.grantee <> 0
               ORDER BY 1
     LOOP
-        EXECUTE pg_catalog.format('GRANT SELECT, INSERT ON pg_labels.tool_namespaces TO %I', r.role);
+        EXECUTE pg_catalog.format('GRANT SELECT ON pg_labels.tool_namespaces TO %I', r.role);
         EXECUTE pg_catalog.format('GRANT SELECT, INSERT, UPDATE ON pg_labels.tool_definitions TO %I', r.role);
-        RAISE WARNING 'pg_labels: role % writes the tool catalog: it now writes only tools of a namespace claimed for it (pg_labels.tool_namespaces), and the tools in the catalog are the DBA''s (owner NULL) until the DBA gives them to a gateway (docs/mcp.md)', r.role;
+        RAISE WARNING 'pg_labels: role % writes the tool catalog: it now writes only tools of a namespace the DBA gives it (pg_labels.tool_namespaces), and the tools in the catalog are the DBA''s (owner NULL) until the DBA gives them to a gateway (docs/mcp.md)', r.role;
     END LOOP;
 END
 $catalog$;

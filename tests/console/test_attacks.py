@@ -144,3 +144,35 @@ def test_connections_are_capped_per_role_and_in_all() -> None:
     finally:
         for c in clients:
             c.close()
+
+
+def test_a_wrong_password_ends_no_one_s_session() -> None:
+    app = create_app(DB_URL, per_role=1)
+    person = TestClient(app, follow_redirects=False)
+    assert sign_in(person, "console_ana").status_code == 303
+    attacker = TestClient(app, follow_redirects=False, client=("203.0.113.50", 1))
+    assert sign_in(attacker, "console_ana", "guess").status_code == 401
+    assert sign_in(attacker, "console_ana", "nul\x00guess").status_code == 401
+    assert person.get("/scope").status_code == 200
+
+
+def test_a_throttled_role_is_not_forgotten_for_others() -> None:
+    throttle = Throttle(per_address=1000, per_role=3, role_refill=600, kept=5)
+    for _ in range(3):
+        throttle.failed("203.0.113.1", "console_ana", known=False)
+    assert throttle.wait("203.0.113.2", "console_ana", known=False) > 0
+    for n in range(100):  # refused or asked: nothing recorded
+        throttle.wait("203.0.113.1", f"junk{n}", known=False)
+    for n in range(20):   # failures of other roles push out roles that do not wait
+        throttle.failed(f"198.51.100.{n}", f"junk{n}", known=False)
+    assert throttle.wait("203.0.113.3", "console_ana", known=False) > 0
+    assert throttle.wait("203.0.113.3", "console_ana", known=True) == 0
+
+
+def test_nul_in_a_query_is_400() -> None:
+    with client() as c:
+        assert sign_in(c, "console_ana").status_code == 303
+        for path in ("/runs?label=a%00b", "/runs?agent=a%00b"):
+            r = c.get(path)
+            assert r.status_code == 400, (path, r.status_code)
+            assert_headers(r)

@@ -82,9 +82,10 @@ def grant_roles(conn: psycopg.Connection[Any]) -> None:
             "GRANT SELECT, INSERT, UPDATE ON pg_labels.tools, pg_labels.tool_definitions TO {}"
         ).format(ident(CATALOG))
     )
-    conn.execute(
-        sql.SQL("GRANT SELECT, INSERT ON pg_labels.tool_namespaces TO {}").format(ident(CATALOG))
-    )
+    conn.execute(sql.SQL("GRANT SELECT ON pg_labels.tool_namespaces TO {}").format(ident(CATALOG)))
+    # the DBA gives the tests' gateway (name mcp-tests) its upstreams' namespaces
+    for namespace in NAMESPACES:
+        give_namespace(conn, namespace)
     conn.execute(
         sql.SQL(
             "GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) TO {}"
@@ -100,6 +101,20 @@ def grant_roles(conn: psycopg.Connection[Any]) -> None:
             "INSERT INTO pg_labels.grants (role, scope) VALUES (%s, %s) ON CONFLICT DO NOTHING",
             [role, scope],
         )
+
+
+NAMESPACES = ("fs", "everything", "changing", "evil")
+
+
+def give_namespace(
+    conn: psycopg.Connection[Any], namespace: str, owner: str = "mcp-tests", role: str = CATALOG
+) -> None:
+    """As the DBA: the tools of ``namespace`` are gateway ``owner``'s, written by ``role``."""
+    conn.execute(
+        "INSERT INTO pg_labels.tool_namespaces (namespace, owner, role) VALUES (%s, %s, %s) "
+        "ON CONFLICT (namespace) DO UPDATE SET owner = excluded.owner, role = excluded.role",
+        [namespace, owner, role],
+    )
 
 
 def drop_roles(conn: psycopg.Connection[Any]) -> None:

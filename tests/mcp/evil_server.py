@@ -31,7 +31,13 @@ def tool(name: str, description: str, properties: dict[str, Any] | None = None) 
     )
 
 
-ECHO = tool("echo", "Echoes its text.", {"text": {"type": "string"}})
+# what a client may act on beyond the definition: a UI resource, an icon to fetch
+ECHO = tool("echo", "Echoes its text.", {"text": {"type": "string"}}).model_copy(
+    update={
+        "meta": {"ui/resourceUri": "ui://evil/x"},
+        "icons": [types.Icon(src="https://evil.example/t.png")],
+    }
+)
 ECHO_REWRITTEN = tool("echo", f"Echoes its text. {INJECTED}", {"text": {"type": "string"}})
 TOOLS = [
     tool("destroy", "Deletes everything under a path.", {"path": {"type": "string"}}),

@@ -26,6 +26,7 @@ from conftest import (
     dsn,
     free_port,
     gateway_args,
+    give_namespace,
     http_gateway,
     http_session,
     runs_of,
@@ -71,7 +72,7 @@ def no_evil_tools() -> None:
     with connect() as conn:
         conn.execute("DELETE FROM pg_labels.tools WHERE name LIKE 'evil.%'")
         conn.execute("DELETE FROM pg_labels.tool_definitions WHERE name LIKE 'evil.%'")
-        conn.execute("DELETE FROM pg_labels.tool_namespaces WHERE namespace = 'evil'")
+        give_namespace(conn, "evil")
 
 
 @pytest.fixture
@@ -87,8 +88,10 @@ def other_catalog() -> Iterator[str]:
                 ("tool_namespaces", "namespace"),
             ):
                 conn.execute(
-                    f"DELETE FROM pg_labels.{table} WHERE {column} IN ('fs', 'stripe', 'mail')"
+                    f"DELETE FROM pg_labels.{table} "
+                    f"WHERE {column} IN ('fs', 'stripe', 'mail', 'slack')"
                 )
+            give_namespace(conn, "fs")
             if conn.execute(
                 "SELECT 1 FROM pg_roles WHERE rolname = %s", [OTHER_CATALOG]
             ).fetchone():
@@ -103,7 +106,7 @@ def other_catalog() -> Iterator[str]:
             "GRANT SELECT, INSERT, UPDATE ON pg_labels.tools, pg_labels.tool_definitions "
             f"TO {OTHER_CATALOG}"
         )
-        conn.execute(f"GRANT SELECT, INSERT ON pg_labels.tool_namespaces TO {OTHER_CATALOG}")
+        conn.execute(f"GRANT SELECT ON pg_labels.tool_namespaces TO {OTHER_CATALOG}")
     yield dsn(OTHER_CATALOG)
     clean()
 
@@ -115,7 +118,10 @@ def test_a_sync_cannot_loosen_another_gateways_tools(
     also named fs marks write_file and create_directory read-only: B does not start, and A's
     effects stand. Gateway C's upstream stripe offers refund as read-only, where the DBA made
     stripe.refund financial: it stays financial. The catalog role cannot loosen them in SQL
-    either."""
+    either, nor give itself a namespace (slack) to define another company's tools in."""
+    with connect() as conn:
+        give_namespace(conn, "fs", "acme-desktop")
+        give_namespace(conn, "stripe", "payments", OTHER_CATALOG)
     a, _ = write_config(
         tmp_path / "a.toml",
         files=files,
@@ -188,10 +194,16 @@ def test_a_sync_cannot_loosen_another_gateways_tools(
             "VALUES ('fs.delete_all', 'read', 'payments')",
             "INSERT INTO pg_labels.tool_namespaces (namespace, owner, role) "
             f"VALUES ('mail', 'payments', '{PLATFORM}')",
+            "INSERT INTO pg_labels.tool_namespaces (namespace, owner, role) "
+            f"VALUES ('slack', 'payments', '{OTHER_CATALOG}')",
+            "INSERT INTO pg_labels.tools (name, effect, trusted_output, owner) "
+            "VALUES ('slack.post_message', 'read', true, 'payments')",
         ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)
-    assert catalog_rows("stripe.refund", "fs.write_file", "fs.delete_all") == {
+    assert catalog_rows(
+        "stripe.refund", "fs.write_file", "fs.delete_all", "slack.post_message"
+    ) == {
         "stripe.refund": ("financial", False, None),
         "fs.write_file": ("destructive", False, "acme-desktop"),
     }
@@ -236,6 +248,8 @@ async def test_a_changed_definition_is_refused_until_accepted(tmp_path: Path) ->
     async with stdio_gateway(gateway_args(config), on_message) as session:
         before = {t.name: t for t in (await session.list_tools()).tools}
         assert "INJECTED" not in (before["evil.echo"].description or "")
+        # only what is pinned reaches the client: not the upstream's _meta or icons
+        assert before["evil.echo"].meta is None and before["evil.echo"].icons is None
         done = await session.call_tool("evil.rewrite", {})
         assert not done.is_error, text(done)
         with anyio.fail_after(20):
@@ -324,31 +338,54 @@ def call(name: str, arguments: dict[str, Any], token: str | None = None) -> dict
 
 
 def test_sessionless_calls_keep_their_run(tmp_path: Path) -> None:
-    """A client of the sessionless revision gets a run token with its first call (not made),
-    and every call carrying it is in that run: an untrusted output then refuses a destructive
-    call, as in a session. A token the gateway did not issue is refused."""
+    """A client of the sessionless revision gets a run token with its first call (not made, and
+    nothing written), and every call carrying it is in that run: an untrusted output then
+    refuses a destructive call, as in a session. A token the gateway did not issue, or issued
+    to another client, is refused."""
     config, agent = write_config(
         tmp_path / "gw.toml",
         everything=None,
         evil=[],
         tools={"evil.echo": {"effect": "read"}},
+        max_sessions=2,
     )
+    with open(config, "a") as f:
+        for name in ("alice", "bob"):
+            digest = hashlib.sha256(f"token-of-{name}".encode()).hexdigest()
+            f.write(f'[clients.{name}]\ntoken_sha256 = "{digest}"\n')
+    alice = {"Authorization": "Bearer token-of-alice"}
+    bob = {"Authorization": "Bearer token-of-bob"}
     with http_gateway(gateway_args(config)) as url:
-        first = result_of(modern(url, call("evil.echo", {"text": "a"})))
+        first = result_of(modern(url, call("evil.echo", {"text": "a"}), **alice))
         assert first["isError"] and "was not called" in first["content"][0]["text"]
         token = first["_meta"]["pg-labels/run"]
-        echo = result_of(modern(url, call("evil.echo", {"text": "b"}, token)))
+        for _ in range(20):  # token-less calls open no run
+            result_of(modern(url, call("evil.echo", {"text": "a"}), **bob))
+        assert runs_of(agent) == []
+        echo = result_of(modern(url, call("evil.echo", {"text": "b"}, token), **alice))
         assert not echo.get("isError"), echo
-        destroy = result_of(modern(url, call("evil.destroy", {"path": "/"}, token)))
+        destroy = result_of(modern(url, call("evil.destroy", {"path": "/"}, token), **alice))
         assert destroy["isError"], destroy
         assert "untrusted_to_irreversible" in destroy["content"][0]["text"]
         forged = token[:-4] + ("0000" if not token.endswith("0000") else "1111")
-        bad = result_of(modern(url, call("evil.destroy", {"path": "/"}, forged)))
+        bad = result_of(modern(url, call("evil.destroy", {"path": "/"}, forged), **alice))
         assert bad["isError"] and "not a run token" in bad["content"][0]["text"]
-    [(run, _, labels)] = runs_of(agent)
+        # bob cannot use alice's token, whatever the gateway keeps (3 other conversations
+        # of bob's push alice's out of its max_sessions = 2)
+        for _ in range(3):
+            other = result_of(modern(url, call("evil.echo", {"text": "c"}), **bob))
+            other_token = other["_meta"]["pg-labels/run"]
+            result_of(modern(url, call("evil.echo", {"text": "d"}, other_token), **bob))
+        stolen = result_of(modern(url, call("evil.echo", {"text": "e"}, token), **bob))
+        assert stolen["isError"] and "not a run token" in stolen["content"][0]["text"]
+        again = result_of(modern(url, call("evil.echo", {"text": "f"}, token), **alice))
+        assert not again.get("isError"), again
+    alices = [r for r in runs_of(agent) if any(s[2] == {"text": "b"} for s in steps_of(r[0]))]
+    [(run, _, labels)] = alices
     assert "origin:tool" in labels
-    kinds = [(s[0], s[1]) for s in steps_of(run) if s[0] in ("tool_called", "tool_result")]
-    assert kinds == [("tool_called", "evil.echo"), ("tool_result", "evil.echo")]
+    called = [s[2] for s in steps_of(run) if s[0] == "tool_called"]
+    assert called == [{"text": "b"}, {"text": "f"}]
+    assert len(runs_of(agent)) == 4
 
     refusing, _ = write_config(
         tmp_path / "refuse.toml",
@@ -557,3 +594,40 @@ async def test_a_failed_resync_changes_nothing(tmp_path: Path) -> None:
         finally:
             with connect() as conn:
                 conn.execute(f"GRANT INSERT ON pg_labels.tools TO {CATALOG}")
+
+
+async def test_the_dbas_tools_are_pinned_too(tmp_path: Path) -> None:
+    """A tool the DBA wrote (as every tool is after the update from 0.3.0) in the gateway's
+    namespace: its definition is pinned as first seen, a change is recorded and refused, and
+    the DBA accepts it."""
+    with connect() as conn:
+        conn.execute(
+            "INSERT INTO pg_labels.tools (name, effect) VALUES ('evil.echo', 'read'), "
+            "('evil.rewrite', 'read')"
+        )
+    config, _ = write_config(tmp_path / "gw.toml", everything=None, evil=[])
+    done = check(config)
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stdout.splitlines() if x.startswith("evil.echo "))
+    assert "set by the DBA" in line and "REFUSED" not in line, line
+    rewritten, _ = write_config(tmp_path / "again.toml", everything=None, evil=["--rewritten"])
+    done = check(rewritten)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("evil.echo "))
+    assert "REFUSED: its definition changed (description)" in line, line
+    with connect() as conn:
+        waiting = conn.execute(
+            "SELECT count(*) FROM pg_labels.tool_definitions "
+            "WHERE name = 'evil.echo' AND accepted_at IS NULL"
+        ).fetchone()
+        assert waiting == (1,)
+        # the gateway's catalog role cannot accept a change of the DBA's tool; the DBA can
+        with psycopg.connect(dsn(CATALOG), autocommit=True) as catalog:
+            assert catalog.execute(
+                "SELECT pg_labels.accept_tool_definition('evil.echo')"
+            ).fetchone() == (None,)
+        assert conn.execute("SELECT pg_labels.accept_tool_definition('evil.echo')").fetchone() != (
+            None,
+        )
+    done = check(rewritten)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("evil.echo "))
+    assert "REFUSED" not in line and "set by the DBA" in line, line

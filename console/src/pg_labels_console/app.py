@@ -237,21 +237,18 @@ class Console:
         if form is None or not self.signer.valid("login", request.cookies.get(LOGIN_COOKIE), form.get("csrf")):
             return self.forbidden(request, "The form's security token does not match. Load the sign-in page again.")
         role, password = form.get("role", "").strip(), form.get("password", "")
-        if not role or not password or len(role) > 63 or len(password) > 1024:
-            return self.login_form(request, 401, None, SIGN_IN_FAILED, role[:63])
         address = request.client.host if request.client else "unknown"
         known = same(self.signer.sign("known", role), request.cookies.get(KNOWN_COOKIE, ""))
         wait = self.throttle.wait(address, role, known)
         if wait > 0:
             # refused before the password is tried: no guess counts while it waits
             return self.login_form(request, 429, None,
-                                   f"Too many failed sign-ins. Try again in {int(wait) + 1} seconds.", role,
+                                   f"Too many failed sign-ins. Try again in {int(wait) + 1} seconds.", role[:63],
                                    headers={"Retry-After": str(int(wait) + 1)})
-        try:
-            self.sessions.room_for(role)
-        except Full:
-            return self.login_form(request, 503, None, "The console holds as many sessions as it may. "
-                                   "Try again later.", role, headers={"Retry-After": "60"})
+        if not role or not password or len(role) > 63 or len(password) > 1024 or "\0" in role + password:
+            # (no role is named so; libpq takes no NUL) a failure like any other
+            self.throttle.failed(address, role[:63], known)
+            return self.login_form(request, 401, None, SIGN_IN_FAILED, role[:63].replace("\0", ""))
         try:
             conn = await run_in_threadpool(db.connect, self.database_url, role, password)
         except db.SignInFailed:
@@ -259,9 +256,12 @@ class Console:
             return self.login_form(request, 401, None, SIGN_IN_FAILED, role)
         except db.DatabaseUnreachable:
             return self.login_form(request, 503, None, "The database could not be reached. Try again later.", role)
+        # room is made only for a role that signed in: a wrong password ends no one's session
         try:
+            await run_in_threadpool(self.sessions.room_for, role)
             s = self.sessions.add(role, conn)
         except Full:
+            await run_in_threadpool(conn.close)
             return self.login_form(request, 503, None, "The console holds as many sessions as it may. "
                                    "Try again later.", role, headers={"Retry-After": "60"})
         resp = self.redirect("/scope", s)
@@ -413,6 +413,8 @@ class Console:
         try:
             request_id = int(request.path_params["request_id"])
         except ValueError:
+            return self.forbidden(request, "No such request.")
+        if not 0 < request_id < 2**63:
             return self.forbidden(request, "No such request.")
         choice = form.get("decision")
         if choice not in ("grant", "deny"):

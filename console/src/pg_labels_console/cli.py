@@ -7,6 +7,7 @@ import argparse
 import uvicorn
 
 from .app import create_app
+from .limits import TimelyH11
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -32,7 +33,7 @@ def main(argv: list[str] | None = None) -> None:
                      max_connections=a.max_connections, per_role=a.max_connections_per_role)
     uvicorn.run(app, host=host.strip("[]") or "127.0.0.1", port=int(port), log_level="info",
                 proxy_headers=False, server_header=False, limit_concurrency=a.max_connections + 50,
-                timeout_keep_alive=5, h11_max_incomplete_event_size=16 * 1024)
+                timeout_keep_alive=5, h11_max_incomplete_event_size=16 * 1024, http=TimelyH11)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ state (its CSRF token is an HMAC of a nonce in a cookie)."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import secrets
@@ -14,6 +15,7 @@ from collections import OrderedDict
 from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
@@ -27,6 +29,8 @@ _RAW_HEADERS = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.it
 
 # a form of the console is a few fields: 64 KiB is far more than any (a decision's reason)
 MAX_BODY = 64 * 1024
+# seconds a connection has to send a whole request, from its opening or the previous response
+REQUEST_TIMEOUT = 10.0
 FORM = b"application/x-www-form-urlencoded"
 
 
@@ -51,6 +55,11 @@ class Guarded:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        query = scope.get("query_string", b"")
+        if b"\0" in query or b"%00" in query:
+            # no value of the console holds NUL (PostgreSQL's text cannot)
+            await _answer(send, 400, "A NUL character is not a value of any field.")
             return
         headers = dict(scope.get("headers", []))
         length = headers.get(b"content-length")
@@ -148,11 +157,12 @@ class Bucket:
 
 
 class Throttle:
-    """Failed sign-ins, counted per client address and per role (at most `kept` of each, the
-    least recently seen forgotten first). An address that failed `per_address` times waits;
-    a role that failed `per_role` times (from anywhere) waits too, but only for browsers where
-    it has not signed in before: an attacker guessing a person's password does not lock that
-    person out."""
+    """Failed sign-ins, counted per client address and per role (at most `kept` of each; the
+    least recently seen forgotten first, but never one that is still waiting while another is
+    not). An address that failed `per_address` times waits; a role that failed `per_role` times
+    (from anywhere) waits too. A browser where the role signed in before waits for neither,
+    for that role: an attacker guessing a person's password, even from behind the same proxy,
+    does not lock that person out. Asking whether to wait records nothing."""
 
     def __init__(self, per_address: int = 10, address_refill: float = 30.0,
                  per_role: int = 20, role_refill: float = 10.0, kept: int = 10_000) -> None:
@@ -161,38 +171,83 @@ class Throttle:
         self.kept = kept
         self.lock = threading.Lock()
 
-    def _bucket(self, kind: str, key: str) -> Bucket:
+    def _refilled(self, kind: str, b: Bucket) -> Bucket:
         burst, refill = self.limits[kind]
+        now = time.monotonic()
+        b.tokens = min(burst, b.tokens + (now - b.at) / refill)
+        b.at = now
+        return b
+
+    def _bucket(self, kind: str, key: str) -> Bucket:
         table = self.buckets[kind]
         b = table.get(key)
-        now = time.monotonic()
-        if b is None:
-            b = table[key] = Bucket(burst)
-            while len(table) > self.kept:
-                table.popitem(last=False)
-        else:
-            b.tokens = min(burst, b.tokens + (now - b.at) / refill)
-            b.at = now
+        if b is not None:
             table.move_to_end(key)
+            return self._refilled(kind, b)
+        b = table[key] = Bucket(self.limits[kind][0])
+        while len(table) > self.kept:
+            # forget the least recently seen that does not wait (else the oldest)
+            idle = next((k for k, v in table.items() if self._refilled(kind, v).tokens >= 1), None)
+            table.pop(idle if idle is not None else next(iter(table)))
         return b
 
     def wait(self, address: str, role: str, known: bool) -> float:
         """Seconds until a sign-in may be tried from this address as this role (0: now)."""
+        if known:
+            return 0.0
         with self.lock:
             waits = []
             for kind, key in (("address", address), ("role", role)):
-                if kind == "role" and known:
-                    continue
-                b = self._bucket(kind, key)
-                if b.tokens < 1:
+                b = self.buckets[kind].get(key)
+                if b is not None and self._refilled(kind, b).tokens < 1:
                     waits.append((1 - b.tokens) * self.limits[kind][1])
             return max(waits, default=0.0)
 
     def failed(self, address: str, role: str, known: bool) -> None:
+        if known:
+            return
         with self.lock:
             self._bucket("address", address).tokens -= 1
-            if not known:
-                self._bucket("role", role).tokens -= 1
+            self._bucket("role", role).tokens -= 1
+
+
+class TimelyH11(H11Protocol):
+    """uvicorn's h11 protocol, closing a connection whose request is not whole (headers and
+    body) within REQUEST_TIMEOUT of its opening or of the previous response: uvicorn bounds
+    only the time between requests, so half-sent requests would take every slot."""
+
+    _deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def _arm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline = self.loop.call_later(REQUEST_TIMEOUT, self._too_slow)
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        cycle = self.cycle
+        if cycle is not None and not cycle.more_body and not cycle.response_complete and self._deadline:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        super().connection_lost(exc)
 
 
 class ServerTiming:

@@ -29,6 +29,7 @@ import secrets
 import sys
 import time
 import unicodedata
+import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -664,7 +665,7 @@ class Gateway:
         seen: set[str] = set()
         offered: list[types.Tool] = []
         for tool in tools:
-            if not _TOOL_NAME.fullmatch(tool.name):
+            if not _TOOL_NAME.fullmatch(f"{name}.{tool.name}"):
                 # MCP's tool names: 1 to 128 of A-Z a-z 0-9 _ - . (nothing to forge a line with)
                 log.warning(
                     "upstream %s offers a tool named %s, not a tool name MCP allows: not offered",
@@ -741,25 +742,31 @@ class Gateway:
         return catalog
 
     async def _claim(self, conn: psycopg.AsyncConnection[Any], namespace: str) -> None:
-        await conn.execute(
-            "INSERT INTO pg_labels.tool_namespaces (namespace, owner) VALUES (%s, %s) "
-            "ON CONFLICT (namespace) DO NOTHING",
-            [namespace, self.owner],
-        )
+        """The DBA gave this upstream's namespace to this gateway (its name, its catalog role)."""
         cur = await conn.execute(
             "SELECT n.owner, n.role::text, EXISTS (SELECT 1 FROM pg_catalog.pg_roles r "
-            "WHERE r.rolname = n.role AND pg_catalog.pg_has_role(r.oid, 'MEMBER')) "
-            "FROM pg_labels.tool_namespaces n WHERE n.namespace = %s",
+            "WHERE r.rolname = n.role AND pg_catalog.pg_has_role(r.oid, 'MEMBER')), "
+            "current_user::text FROM pg_labels.tool_namespaces n WHERE n.namespace = %s",
             [namespace],
         )
         row = await cur.fetchone()
-        assert row is not None
+        if row is None:
+            cur = await conn.execute("SELECT current_user::text")
+            me = await cur.fetchone()
+            role = me[0] if me else "the catalog role"
+            raise GatewayError(
+                f"the DBA has not given namespace {namespace} to this gateway: its tools "
+                f"(upstream {namespace}) may not be written. As the DBA: INSERT INTO "
+                "pg_labels.tool_namespaces (namespace, owner, role) VALUES "
+                f"('{_quoted(namespace)}', '{_quoted(self.owner)}', '{_quoted(role)}') "
+                "(docs/mcp.md)"
+            )
         if row[0] != self.owner or not row[2]:
             raise GatewayError(
                 f"the tools of upstream {_printable(namespace)} are another gateway's: "
                 f"namespace {_printable(namespace)} is claimed by gateway "
                 f"{_printable(row[0])} for role {_printable(row[1])}. Name the upstream "
-                "differently, or have the DBA release the claim (docs/mcp.md)"
+                "differently, or have the DBA give it to this gateway (docs/mcp.md)"
             )
 
     async def _write_catalog(
@@ -778,6 +785,15 @@ class Gateway:
             [list(routes)],
         )
         rows = {r[0]: r for r in await cur.fetchall()}
+        # the definitions accepted last, for the rows whose own pin is not set (the DBA's
+        # rows: this gateway records what it was offered, the DBA accepts a change)
+        cur = await conn.execute(
+            "SELECT DISTINCT ON (name) name, digest, definition "
+            "FROM pg_labels.tool_definitions WHERE name = ANY(%s) AND accepted_at IS NOT NULL "
+            "ORDER BY name, accepted_at DESC, id DESC",
+            [list(routes)],
+        )
+        last_accepted = {r[0]: (r[1], r[2]) for r in await cur.fetchall()}
         catalog: list[CatalogEntry] = []
         for name, route in routes.items():
             effect, source = self._effect(name, route)
@@ -793,12 +809,16 @@ class Gateway:
                 catalog.append(CatalogEntry(name, effect, trusted, source, None))
                 continue
             _, row_effect, row_trusted, row_owner, row_digest, accepted = row
+            if row_digest is None and name in last_accepted:
+                row_digest, accepted = last_accepted[name]
             change = None
             if row_digest is not None and row_digest != route.digest:
                 change = _changed_fields(accepted, route.definition)
             if row_owner != self.owner:
-                # the DBA's row, or another gateway's: enforced as it is
+                # the DBA's row, or another gateway's: enforced as it is; its definition pinned
+                # all the same (the first one seen accepted, a change waiting for the DBA)
                 by = "the DBA" if row_owner is None else f"gateway {row_owner}"
+                await self._seen(conn, name, route, accepted=row_digest is None)
                 catalog.append(CatalogEntry(name, row_effect, row_trusted, by, change))
                 continue
             if change is not None and accept:
@@ -885,8 +905,9 @@ class Gateway:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         # a tool whose definition changed is not shown until an operator accepts the change
+        # and only what is pinned: no _meta, icons or execution hints of the upstream's
         tools = [
-            route.tool.model_copy(update={"name": name})
+            types.Tool.model_validate({**route.definition, "name": name})
             for name, route in self.routes.items()
             if name not in self.pending
         ]
@@ -913,23 +934,31 @@ class Gateway:
         session.used = time.monotonic()
         return session
 
-    def _token(self, run_id: Any) -> str:
-        mac = hmac.new(self._token_key, str(run_id).encode(), hashlib.sha256).hexdigest()
+    def _token(self, run_id: str, client: Client | None) -> str:
+        """A run token: the run's id and an HMAC of it with the client's name and the
+        gateway's name and scope (a token is only its client's, at this gateway)."""
+        what = "\0".join((run_id, client.name if client else "", self.owner, self.config.scope))
+        mac = hmac.new(self._token_key, what.encode(), hashlib.sha256).hexdigest()
         return f"{run_id}.{mac[:32]}"
 
-    def _token_run(self, token: object) -> str | None:
-        """The run a token this gateway issued names (None for any other value)."""
+    def _token_run(self, token: object, client: Client | None) -> str | None:
+        """The run a token this gateway issued to this client names (None for any other)."""
         if not isinstance(token, str) or len(token) > 100 or "." not in token:
             return None
         run_id, _, _ = token.partition(".")
-        return run_id if hmac.compare_digest(self._token(run_id), token) else None
+        try:
+            run_id = str(uuid.UUID(run_id))
+        except ValueError:
+            return None
+        return run_id if hmac.compare_digest(self._token(run_id, client), token) else None
 
     async def _sessionless(
         self, ctx: ServerRequestContext[Any], name: str
     ) -> _Session | types.CallToolResult:
         """A call of MCP's sessionless revision: its conversation's run, named by the run token
-        the gateway issued in ``_meta`` (``pg-labels/run``); without one, a run is opened and
-        the call is answered with its token, not made."""
+        the gateway issued in ``_meta`` (``pg-labels/run``); without one, the call is answered
+        with a new conversation's token, not made (the run is opened by the first call that
+        carries it: a call without a token writes nothing)."""
         mode = self.config.sessionless
         client = self._client(ctx)
         if mode == "per_call":
@@ -944,24 +973,7 @@ class Gateway:
         meta = ctx.meta or {}
         token = meta.get(RUN_META_KEY) if isinstance(meta, Mapping) else None
         if token is None:
-            try:
-                async with self._pool.platform() as platform:
-                    with anyio.fail_after(self.config.db_timeout):
-                        session = self._new_session(client)
-                        run = await platform.open_run(
-                            session.agent,
-                            self.config.scope,
-                            labels=self.config.labels or None,
-                        )
-            except Exception as err:
-                log.warning("sessionless call: the run could not be opened: %s", _leaf(err))
-                return _error(
-                    f"pg_labels refused {name}: the conversation's run could not be opened "
-                    f"({_internal(err)}); nothing was called"
-                )
-            session = _Session(session.client, session.agent, run)
-            self._remember(str(run.id), session)
-            issued = self._token(run.id)
+            issued = self._token(str(uuid.uuid4()), client)
             result = _error(
                 f"pg_labels: {name} was not called. A call without an MCP session needs its "
                 f"conversation's run: send this call, and every later call of the conversation, "
@@ -969,11 +981,12 @@ class Gateway:
             )
             result.meta = {RUN_META_KEY: issued}
             return result
-        run_id = self._token_run(token)
+        run_id = self._token_run(token, client)
         if run_id is None:
             return _error(
                 f"pg_labels refused {name}: _meta {RUN_META_KEY} is not a run token this "
-                "gateway issued (it issues one to a call that comes without); nothing was called"
+                "gateway issued to this client (it issues one to a call that comes without); "
+                "nothing was called"
             )
         known = self._runs.get(run_id)
         if known is None:
@@ -1005,8 +1018,16 @@ class Gateway:
             session.run = (run.id, run.agent, run.scope, run.opened_labels)
             log.info("session opened run %s", run.id)
         elif session.run[1] is None:
-            # a run named by a token: as the database has it
-            run = await platform.run(session.run[0])
+            # a run named by a token: as the database has it, opened by its first call
+            try:
+                run = await platform.run(session.run[0])
+            except LookupError:
+                run = await platform.open_run(
+                    session.agent,
+                    self.config.scope,
+                    labels=self.config.labels or None,
+                    run_id=session.run[0],
+                )
             session.run = (run.id, run.agent, run.scope, run.opened_labels)
         else:
             run = AsyncRun(platform, *session.run)
@@ -1222,9 +1243,11 @@ class Gateway:
         import uvicorn
         from mcp.server.transport_security import TransportSecuritySettings
 
+        from ._http import Bearer, TimelyH11, is_loopback
+
         host, _, port = listen.rpartition(":")
         host = host.strip("[]") or "127.0.0.1"
-        loopback = _loopback(host)
+        loopback = is_loopback(host)
         if not loopback and not self.config.clients:
             raise GatewayError(
                 f"--listen {listen} is not a loopback address: the gateway then needs its "
@@ -1252,7 +1275,7 @@ class Gateway:
             transport_security=security,
         )
         if self.config.clients:
-            app = _Bearer(app, self.config.clients)
+            app = Bearer(app, self.config.clients)
         server = uvicorn.Server(
             uvicorn.Config(
                 app,
@@ -1263,61 +1286,10 @@ class Gateway:
                 server_header=False,
                 limit_concurrency=self.config.max_sessions + self.config.pool_size + 16,
                 timeout_keep_alive=5,
+                http=TimelyH11,
             )
         )
         await server.serve()
-
-
-def _loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-class _Bearer:
-    """ASGI: every HTTP request needs ``Authorization: Bearer <token>`` of a configured client
-    (compared by SHA-256 in constant time); the client's name goes with the request."""
-
-    def __init__(self, app: Any, clients: Mapping[str, Client]) -> None:
-        self.app = app
-        self.clients = dict(clients)
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        client = None
-        for key, value in scope.get("headers", []):
-            if key == b"authorization" and value[:7].lower() == b"bearer ":
-                digest = hashlib.sha256(value[7:].strip()).hexdigest()
-                for known, who in self.clients.items():
-                    if hmac.compare_digest(known, digest):
-                        client = who
-        if client is None:
-            body = b'{"error": "invalid_token", "error_description": "a bearer token is needed"}'
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"www-authenticate", b'Bearer realm="pg-labels-mcp"'),
-                        (b"content-length", str(len(body)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
-            return
-        scope = {**scope, "state": {**scope.get("state", {}), "pg_labels_client": client}}
-        await self.app(scope, receive, send)
 
 
 # ---------------------------------------------------------------------------------------------
