@@ -65,6 +65,21 @@ $claimed$;
 COMMENT ON FUNCTION pg_labels.tool_claimed(text, text) IS
     'Whether the current role may write the tool as the owner: the owner claimed the tool''s namespace for this role (tool_namespaces)';
 
+-- May the current role accept a definition of this tool as this owner: the namespace is the
+-- owner's for this role, and the tool is the owner's own (or not in the catalog yet)
+CREATE FUNCTION pg_labels.tool_acceptable(tool text, owner text) RETURNS boolean
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $acceptable$
+BEGIN
+    RETURN pg_labels.tool_claimed(tool, owner)
+       AND NOT EXISTS (SELECT 1 FROM pg_labels.tools t
+                        WHERE t.name = tool_acceptable.tool AND t.owner IS DISTINCT FROM tool_acceptable.owner);
+END
+$acceptable$;
+COMMENT ON FUNCTION pg_labels.tool_acceptable(text, text) IS
+    'Whether the current role may accept a definition of the tool as the owner: the tool is the owner''s (or new) in a namespace given to the owner for this role';
+
 CREATE FUNCTION pg_labels.granted_scopes() RETURNS TABLE (scope @extschema@.scope)
 AS 'MODULE_PATHNAME', 'pgl_granted_scopes' LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION pg_labels.granted_scopes() IS

@@ -527,6 +527,21 @@ $claimed$;
 COMMENT ON FUNCTION pg_labels.tool_claimed(text, text) IS
     'Whether the current role may write the tool as the owner: the owner claimed the tool''s namespace for this role (tool_namespaces)';
 
+-- May the current role accept a definition of this tool as this owner: the namespace is the
+-- owner's for this role, and the tool is the owner's own (or not in the catalog yet)
+CREATE FUNCTION pg_labels.tool_acceptable(tool text, owner text) RETURNS boolean
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $acceptable$
+BEGIN
+    RETURN pg_labels.tool_claimed(tool, owner)
+       AND NOT EXISTS (SELECT 1 FROM pg_labels.tools t
+                        WHERE t.name = tool_acceptable.tool AND t.owner IS DISTINCT FROM tool_acceptable.owner);
+END
+$acceptable$;
+COMMENT ON FUNCTION pg_labels.tool_acceptable(text, text) IS
+    'Whether the current role may accept a definition of the tool as the owner: the tool is the owner''s (or new) in a namespace given to the owner for this role';
+
 -- Who may write which tools: the DBA gives a gateway the namespace of an upstream (the prefix
 -- of its tools' names), for the gateway's name and its catalog role; then that role writes
 -- tools of that namespace as that owner, and nothing else (the policies below). The DBA (the
@@ -609,10 +624,15 @@ CREATE POLICY tool_namespaces_read ON pg_labels.tool_namespaces FOR SELECT USING
 -- (no other policy: only the DBA gives a namespace to a gateway)
 ALTER TABLE pg_labels.tool_definitions ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tool_definitions_read ON pg_labels.tool_definitions FOR SELECT USING (true);
+-- a gateway records what it was offered for any tool of its namespaces, and accepts (as
+-- itself) only its own tools' definitions, or a new tool's; the DBA's tools the DBA accepts
 CREATE POLICY tool_definitions_seen ON pg_labels.tool_definitions FOR INSERT
-    WITH CHECK (pg_labels.tool_claimed(name, owner));
+    WITH CHECK (pg_labels.tool_claimed(name, owner)
+                AND ((accepted_at IS NULL AND accepted_by IS NULL)
+                     OR (accepted_by = CURRENT_USER AND pg_labels.tool_acceptable(name, owner))));
 CREATE POLICY tool_definitions_accept ON pg_labels.tool_definitions FOR UPDATE
-    USING (pg_labels.tool_claimed(name, owner)) WITH CHECK (pg_labels.tool_claimed(name, owner));
+    USING (pg_labels.tool_acceptable(name, owner))
+    WITH CHECK (pg_labels.tool_acceptable(name, owner) AND (accepted_by IS NULL OR accepted_by = CURRENT_USER));
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.tool_namespaces', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.tool_definitions', '');
 SELECT pg_catalog.pg_extension_config_dump('pg_labels.tool_definitions_id_seq', '');
@@ -630,7 +650,7 @@ BEGIN
               ORDER BY 1
     LOOP
         EXECUTE pg_catalog.format('GRANT SELECT ON pg_labels.tool_namespaces TO %I', r.role);
-        EXECUTE pg_catalog.format('GRANT SELECT, INSERT, UPDATE ON pg_labels.tool_definitions TO %I', r.role);
+        EXECUTE pg_catalog.format('GRANT SELECT, INSERT, UPDATE (accepted_at, accepted_by) ON pg_labels.tool_definitions TO %I', r.role);
         RAISE WARNING 'pg_labels: role % writes the tool catalog: it now writes only tools of a namespace the DBA gives it (pg_labels.tool_namespaces), and the tools in the catalog are the DBA''s (owner NULL) until the DBA gives them to a gateway (docs/mcp.md)', r.role;
     END LOOP;
 END

@@ -529,10 +529,15 @@ CREATE POLICY tool_namespaces_read ON pg_labels.tool_namespaces FOR SELECT USING
 -- (no other policy: only the DBA gives a namespace to a gateway)
 ALTER TABLE pg_labels.tool_definitions ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tool_definitions_read ON pg_labels.tool_definitions FOR SELECT USING (true);
+-- a gateway records what it was offered for any tool of its namespaces, and accepts (as
+-- itself) only its own tools' definitions, or a new tool's; the DBA's tools the DBA accepts
 CREATE POLICY tool_definitions_seen ON pg_labels.tool_definitions FOR INSERT
-    WITH CHECK (pg_labels.tool_claimed(name, owner));
+    WITH CHECK (pg_labels.tool_claimed(name, owner)
+                AND ((accepted_at IS NULL AND accepted_by IS NULL)
+                     OR (accepted_by = CURRENT_USER AND pg_labels.tool_acceptable(name, owner))));
 CREATE POLICY tool_definitions_accept ON pg_labels.tool_definitions FOR UPDATE
-    USING (pg_labels.tool_claimed(name, owner)) WITH CHECK (pg_labels.tool_claimed(name, owner));
+    USING (pg_labels.tool_acceptable(name, owner))
+    WITH CHECK (pg_labels.tool_acceptable(name, owner) AND (accepted_by IS NULL OR accepted_by = CURRENT_USER));
 
 ----------------------------------------------------------------------------------------
 -- Row-level security. An analyst sees the runs, steps, artifacts, shares and records of

@@ -67,7 +67,7 @@ readme 1
 check "runs and steps distributed by run, co-located" "pg_labels.runs|h|id
 pg_labels.steps|h|run_id" "$(q $C postgres -c "SELECT logicalrelid::text, partmethod, column_to_column_name(logicalrelid, partkey)
     FROM pg_dist_partition WHERE logicalrelid IN ('pg_labels.runs'::regclass, 'pg_labels.steps'::regclass) ORDER BY 1")"
-check "the catalogs are reference tables" "agent_versions,artifacts,carry_key,crossings,grants,listeners,shares,tools" \
+check "the catalogs are reference tables" "agent_versions,artifacts,carry_key,crossings,grants,listeners,shares,tool_definitions,tool_namespaces,tools" \
     "$(q $C postgres -c "SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_dist_partition p JOIN pg_class c ON c.oid = p.logicalrelid
     WHERE p.partmethod = 'n' AND c.relnamespace = 'pg_labels'::regnamespace")"
 check "steps and runs are no longer extension members" "0" \

@@ -78,8 +78,12 @@ def grant_roles(conn: psycopg.Connection[Any]) -> None:
             ).format(ident(writer))
         )
     conn.execute(
+        sql.SQL("GRANT SELECT, INSERT, UPDATE ON pg_labels.tools TO {}").format(ident(CATALOG))
+    )
+    conn.execute(
         sql.SQL(
-            "GRANT SELECT, INSERT, UPDATE ON pg_labels.tools, pg_labels.tool_definitions TO {}"
+            "GRANT SELECT, INSERT, UPDATE (accepted_at, accepted_by) "
+            "ON pg_labels.tool_definitions TO {}"
         ).format(ident(CATALOG))
     )
     conn.execute(sql.SQL("GRANT SELECT ON pg_labels.tool_namespaces TO {}").format(ident(CATALOG)))

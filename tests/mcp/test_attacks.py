@@ -102,9 +102,10 @@ def other_catalog() -> Iterator[str]:
     with connect() as conn:
         conn.execute(f"CREATE ROLE {OTHER_CATALOG} LOGIN")
         conn.execute(f"GRANT USAGE ON SCHEMA pg_labels TO {OTHER_CATALOG}")
+        conn.execute(f"GRANT SELECT, INSERT, UPDATE ON pg_labels.tools TO {OTHER_CATALOG}")
         conn.execute(
-            "GRANT SELECT, INSERT, UPDATE ON pg_labels.tools, pg_labels.tool_definitions "
-            f"TO {OTHER_CATALOG}"
+            "GRANT SELECT, INSERT, UPDATE (accepted_at, accepted_by) "
+            f"ON pg_labels.tool_definitions TO {OTHER_CATALOG}"
         )
         conn.execute(f"GRANT SELECT ON pg_labels.tool_namespaces TO {OTHER_CATALOG}")
     yield dsn(OTHER_CATALOG)
@@ -291,7 +292,7 @@ async def test_a_changed_definition_is_refused_until_accepted(tmp_path: Path) ->
     done = check(rewritten)
     assert done.returncode == 0, done.stderr
     line = next(x for x in done.stdout.splitlines() if x.startswith("evil.echo "))
-    assert "REFUSED: its definition changed (description)" in line, line
+    assert "REFUSED: its definition changed since it was accepted (description)" in line, line
     done = check(rewritten, "--accept")
     assert done.returncode == 0, done.stderr
     line = next(x for x in done.stdout.splitlines() if x.startswith("evil.echo "))
@@ -598,36 +599,53 @@ async def test_a_failed_resync_changes_nothing(tmp_path: Path) -> None:
 
 async def test_the_dbas_tools_are_pinned_too(tmp_path: Path) -> None:
     """A tool the DBA wrote (as every tool is after the update from 0.3.0) in the gateway's
-    namespace: its definition is pinned as first seen, a change is recorded and refused, and
-    the DBA accepts it."""
+    namespace: the gateway refuses it until the DBA accepts a definition of it (what it was
+    offered is on the record), then refuses a changed one until the DBA accepts that. The
+    gateway's catalog role accepts nothing of the DBA's, in any SQL."""
     with connect() as conn:
-        conn.execute(
-            "INSERT INTO pg_labels.tools (name, effect) VALUES ('evil.echo', 'read'), "
-            "('evil.rewrite', 'read')"
-        )
+        conn.execute("INSERT INTO pg_labels.tools (name, effect) VALUES ('evil.echo', 'read')")
     config, _ = write_config(tmp_path / "gw.toml", everything=None, evil=[])
-    done = check(config)
-    assert done.returncode == 0, done.stderr
-    line = next(x for x in done.stdout.splitlines() if x.startswith("evil.echo "))
-    assert "set by the DBA" in line and "REFUSED" not in line, line
-    rewritten, _ = write_config(tmp_path / "again.toml", everything=None, evil=["--rewritten"])
-    done = check(rewritten)
-    line = next(x for x in done.stdout.splitlines() if x.startswith("evil.echo "))
-    assert "REFUSED: its definition changed (description)" in line, line
+
+    def line_of(done: subprocess.CompletedProcess[str]) -> str:
+        assert done.returncode == 0, done.stderr
+        return next(x for x in done.stdout.splitlines() if x.startswith("evil.echo "))
+
+    line = line_of(check(config))
+    assert "set by the DBA" in line, line
+    assert "REFUSED: no definition of it was accepted by its owner (the DBA)" in line, line
     with connect() as conn:
-        waiting = conn.execute(
-            "SELECT count(*) FROM pg_labels.tool_definitions "
-            "WHERE name = 'evil.echo' AND accepted_at IS NULL"
-        ).fetchone()
-        assert waiting == (1,)
-        # the gateway's catalog role cannot accept a change of the DBA's tool; the DBA can
-        with psycopg.connect(dsn(CATALOG), autocommit=True) as catalog:
-            assert catalog.execute(
-                "SELECT pg_labels.accept_tool_definition('evil.echo')"
-            ).fetchone() == (None,)
         assert conn.execute("SELECT pg_labels.accept_tool_definition('evil.echo')").fetchone() != (
             None,
         )
-    done = check(rewritten)
-    line = next(x for x in done.stdout.splitlines() if x.startswith("evil.echo "))
+    line = line_of(check(config))
+    assert "REFUSED" not in line, line
+    rewritten, _ = write_config(tmp_path / "again.toml", everything=None, evil=["--rewritten"])
+    line = line_of(check(rewritten))
+    assert "REFUSED: its definition changed since it was accepted (description)" in line, line
+    with psycopg.connect(dsn(CATALOG), autocommit=True) as catalog:
+        assert catalog.execute(
+            "SELECT pg_labels.accept_tool_definition('evil.echo')"
+        ).fetchone() == (None,)
+        forged = catalog.execute(
+            "UPDATE pg_labels.tool_definitions SET accepted_at = now(), accepted_by = 'postgres' "
+            "WHERE name = 'evil.echo' AND accepted_at IS NULL"
+        )
+        assert forged.rowcount == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            catalog.execute(
+                "INSERT INTO pg_labels.tool_definitions (name, owner, digest, definition, "
+                "accepted_at, accepted_by) VALUES ('evil.echo', 'mcp-tests', 'x', '{}', now(), "
+                "current_user)"
+            )
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            catalog.execute(
+                "UPDATE pg_labels.tool_definitions SET definition = '{}' WHERE name = 'evil.echo'"
+            )
+    line = line_of(check(rewritten))
+    assert "REFUSED: its definition changed" in line, line
+    with connect() as conn:
+        assert conn.execute("SELECT pg_labels.accept_tool_definition('evil.echo')").fetchone() != (
+            None,
+        )
+    line = line_of(check(rewritten))
     assert "REFUSED" not in line and "set by the DBA" in line, line

@@ -238,7 +238,8 @@ class Console:
             return self.forbidden(request, "The form's security token does not match. Load the sign-in page again.")
         role, password = form.get("role", "").strip(), form.get("password", "")
         address = request.client.host if request.client else "unknown"
-        known = same(self.signer.sign("known", role), request.cookies.get(KNOWN_COOKIE, ""))
+        nonce, _, mac = request.cookies.get(KNOWN_COOKIE, "").partition(".")
+        known = nonce if self.signer.valid("known", f"{role}\0{nonce}", mac) else None
         wait = self.throttle.wait(address, role, known)
         if wait > 0:
             # refused before the password is tried: no guess counts while it waits
@@ -266,7 +267,9 @@ class Console:
                                    "Try again later.", role, headers={"Retry-After": "60"})
         resp = self.redirect("/scope", s)
         resp.delete_cookie(LOGIN_COOKIE, path="/login")
-        resp.set_cookie(KNOWN_COOKIE, self.signer.sign("known", role), httponly=True, samesite="strict",
+        browser = secrets.token_urlsafe(16)  # this browser, for this role
+        mark = self.signer.sign("known", role + "\0" + browser)
+        resp.set_cookie(KNOWN_COOKIE, f"{browser}.{mark}", httponly=True, samesite="strict",
                         secure=self.secure_cookies, path="/login", max_age=90 * 86400)
         return resp
 

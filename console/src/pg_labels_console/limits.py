@@ -160,14 +160,17 @@ class Throttle:
     """Failed sign-ins, counted per client address and per role (at most `kept` of each; the
     least recently seen forgotten first, but never one that is still waiting while another is
     not). An address that failed `per_address` times waits; a role that failed `per_role` times
-    (from anywhere) waits too. A browser where the role signed in before waits for neither,
-    for that role: an attacker guessing a person's password, even from behind the same proxy,
-    does not lock that person out. Asking whether to wait records nothing."""
+    (from anywhere) waits too. A browser where the role signed in before (its cookie names the
+    browser and the role) is counted on its own instead, as an address is: an attacker guessing
+    a person's password, even from behind the same proxy, does not lock that person out, and a
+    copied cookie gives no more guesses than an address. Asking whether to wait records
+    nothing."""
 
     def __init__(self, per_address: int = 10, address_refill: float = 30.0,
                  per_role: int = 20, role_refill: float = 10.0, kept: int = 10_000) -> None:
-        self.limits = {"address": (per_address, address_refill), "role": (per_role, role_refill)}
-        self.buckets: dict[str, OrderedDict[str, Bucket]] = {"address": OrderedDict(), "role": OrderedDict()}
+        self.limits = {"address": (per_address, address_refill), "role": (per_role, role_refill),
+                       "browser": (per_address, address_refill)}
+        self.buckets: dict[str, OrderedDict[str, Bucket]] = {k: OrderedDict() for k in self.limits}
         self.kept = kept
         self.lock = threading.Lock()
 
@@ -191,24 +194,25 @@ class Throttle:
             table.pop(idle if idle is not None else next(iter(table)))
         return b
 
-    def wait(self, address: str, role: str, known: bool) -> float:
-        """Seconds until a sign-in may be tried from this address as this role (0: now)."""
-        if known:
-            return 0.0
+    @staticmethod
+    def _keys(address: str, role: str, browser: str | None) -> tuple[tuple[str, str], ...]:
+        return (("browser", browser),) if browser else (("address", address), ("role", role))
+
+    def wait(self, address: str, role: str, browser: str | None) -> float:
+        """Seconds until a sign-in may be tried from this address (or known browser) as this
+        role (0: now)."""
         with self.lock:
             waits = []
-            for kind, key in (("address", address), ("role", role)):
+            for kind, key in self._keys(address, role, browser):
                 b = self.buckets[kind].get(key)
                 if b is not None and self._refilled(kind, b).tokens < 1:
                     waits.append((1 - b.tokens) * self.limits[kind][1])
             return max(waits, default=0.0)
 
-    def failed(self, address: str, role: str, known: bool) -> None:
-        if known:
-            return
+    def failed(self, address: str, role: str, browser: str | None) -> None:
         with self.lock:
-            self._bucket("address", address).tokens -= 1
-            self._bucket("role", role).tokens -= 1
+            for kind, key in self._keys(address, role, browser):
+                self._bucket(kind, key).tokens -= 1
 
 
 class TimelyH11(H11Protocol):
@@ -240,9 +244,10 @@ class TimelyH11(H11Protocol):
             self._deadline = None
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()
+        # armed first: a pipelined request that is already whole disarms it as it is handled
         if not self.transport.is_closing():
             self._arm()
+        super().on_response_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._deadline is not None:

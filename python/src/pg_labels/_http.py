@@ -52,9 +52,10 @@ class TimelyH11(H11Protocol):
             self._disarm()  # the request is whole: the application has it
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()
+        # armed first: a pipelined request that is already whole disarms it as it is handled
         if not self.transport.is_closing():
             self._arm()
+        super().on_response_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()

@@ -363,8 +363,8 @@ class _Route:
 @dataclass(frozen=True)
 class CatalogEntry:
     """A tool as the gateway enforces it: its effect, whether its output is trusted, who set
-    the effect, and what changed in its definition since it was accepted (``None``: the
-    definition is the accepted one; the tool is refused otherwise)."""
+    the effect, and why its definition is not the accepted one (``None``: it is; the tool is
+    refused otherwise)."""
 
     name: str
     effect: str
@@ -785,15 +785,6 @@ class Gateway:
             [list(routes)],
         )
         rows = {r[0]: r for r in await cur.fetchall()}
-        # the definitions accepted last, for the rows whose own pin is not set (the DBA's
-        # rows: this gateway records what it was offered, the DBA accepts a change)
-        cur = await conn.execute(
-            "SELECT DISTINCT ON (name) name, digest, definition "
-            "FROM pg_labels.tool_definitions WHERE name = ANY(%s) AND accepted_at IS NOT NULL "
-            "ORDER BY name, accepted_at DESC, id DESC",
-            [list(routes)],
-        )
-        last_accepted = {r[0]: (r[1], r[2]) for r in await cur.fetchall()}
         catalog: list[CatalogEntry] = []
         for name, route in routes.items():
             effect, source = self._effect(name, route)
@@ -809,16 +800,20 @@ class Gateway:
                 catalog.append(CatalogEntry(name, effect, trusted, source, None))
                 continue
             _, row_effect, row_trusted, row_owner, row_digest, accepted = row
-            if row_digest is None and name in last_accepted:
-                row_digest, accepted = last_accepted[name]
             change = None
             if row_digest is not None and row_digest != route.digest:
-                change = _changed_fields(accepted, route.definition)
+                change = (
+                    "its definition changed since it was accepted "
+                    f"({_changed_fields(accepted, route.definition)})"
+                )
             if row_owner != self.owner:
-                # the DBA's row, or another gateway's: enforced as it is; its definition pinned
-                # all the same (the first one seen accepted, a change waiting for the DBA)
+                # the DBA's row, or another gateway's: enforced as it is, its definition pinned
+                # by its owner: what this gateway is offered waits on the record until the
+                # owner accepts it (a DBA's row after the update from 0.3.0 has none yet)
                 by = "the DBA" if row_owner is None else f"gateway {row_owner}"
-                await self._seen(conn, name, route, accepted=row_digest is None)
+                if row_digest is None:
+                    change = f"no definition of it was accepted by its owner ({by})"
+                await self._seen(conn, name, route, accepted=False)
                 catalog.append(CatalogEntry(name, row_effect, row_trusted, by, change))
                 continue
             if change is not None and accept:
@@ -828,8 +823,7 @@ class Gateway:
             elif change is not None:
                 await self._seen(conn, name, route, accepted=False)
                 log.warning(
-                    "upstream %s changed the definition of %s (%s): refused until an operator "
-                    "accepts it (docs/mcp.md)",
+                    "upstream %s offers %s: %s; refused until an operator accepts it (docs/mcp.md)",
                     _printable(route.upstream),
                     _printable(name),
                     change,
@@ -1058,9 +1052,9 @@ class Gateway:
             )
         if name in self.pending and not await self._accepted(name, route):
             return _error(
-                f"pg_labels refused {name}: its definition changed since it was accepted "
-                f"({self.pending.get(name)}); nothing was called. The change is on the record "
-                "(pg_labels.tool_definitions) until an operator accepts it"
+                f"pg_labels refused {name}: {self.pending.get(name)}; nothing was called. "
+                "What the upstream offers is on the record (pg_labels.tool_definitions) until "
+                "an operator accepts it"
             )
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             found = await self._sessionless(ctx, name)
@@ -1409,7 +1403,7 @@ async def _main(config: Config, check: bool, accept: bool = False) -> int:
                 trust = "trusted output" if tool.trusted_output else "untrusted output"
                 line = f"{tool.name:<{width}}  {tool.effect:<16}  {trust:<16}  set by {tool.set_by}"
                 if tool.change is not None:
-                    line += f"; REFUSED: its definition changed ({tool.change}), not accepted"
+                    line += f"; REFUSED: {tool.change}"
                 print(line)
             return 0
         if config.listen:
