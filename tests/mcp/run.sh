@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The MCP gateway (pg-labels-mcp, python/src/pg_labels/mcp_gateway.py) between the official MCP
+# The MCP gateway (pg-labels-mcp, python/src/pg_labels/mcp/) between the official MCP
 # Python client and the reference servers @modelcontextprotocol/server-filesystem and
 # server-everything, against a running server. Needs PGHOST/PGPORT/PGUSER (a superuser) of a
 # cluster where pg_labels is installed (this script does not install it) and PGBIN, the

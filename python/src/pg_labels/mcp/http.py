@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 if TYPE_CHECKING:
-    from .mcp_gateway import Client
+    from .config import Client
 
 # seconds a connection has to send a whole request (its headers and body), from when it opens
 # or from the previous response
