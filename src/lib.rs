@@ -50,6 +50,7 @@ pub extern "C-unwind" fn _PG_init() {
 #[pgrx::pg_schema]
 mod tests {
     include!("tests.rs");
+    include!("pg/tests.rs");
 }
 
 /// Required by `cargo pgrx test`.

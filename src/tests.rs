@@ -3,22 +3,6 @@
 
 use pgrx::prelude::*;
 
-/// A short-header datum from a heap page is read in place: `packed` hands back the same
-/// pointer, no copy is made.
-#[pg_test]
-fn short_varlena_is_read_in_place() {
-    // SAFETY: buf is a valid 1-byte-header varlena for the whole block.
-    unsafe {
-        // 'acme' as a 1-byte-header varlena: header, version byte, path
-        let mut buf: [u8; 6] = [0, crate::types::datum::FORMAT_VERSION, b'a', b'c', b'm', b'e'];
-        pgrx::varlena::set_varsize_1b(buf.as_mut_ptr() as *mut pg_sys::varlena, 6);
-        let p = buf.as_mut_ptr() as *mut pg_sys::varlena;
-        assert_eq!(crate::pg::fmgr::packed(p), p);
-        let bytes = crate::pg::fmgr::varlena_bytes(p);
-        assert_eq!(bytes, &[crate::types::datum::FORMAT_VERSION, b'a', b'c', b'm', b'e']);
-    }
-}
-
 /// An error raised through `error::raise` reaches PL/pgSQL with its SQLSTATE (not XX000).
 #[pg_test(error = "caught 22P02")]
 fn raised_errors_keep_their_sqlstate() {

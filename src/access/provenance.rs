@@ -17,10 +17,10 @@ use crate::pg::error::Result;
 use crate::pg::fmgr::ret_bytes;
 use crate::pg::spi::{with_spi, SavedPlan};
 use crate::pg::srf;
+use crate::pg::sys::Datum;
 use crate::sql_function;
 use crate::types::datum::{labelset_datum, scope_datum, LabelSetBuf, ScopeBuf};
 use pg_labels_core::{scope, LabelSet};
-use pgrx::pg_sys::{self, Datum};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
@@ -96,7 +96,7 @@ fn walk(start: Uuid) -> Result<(Vec<Read>, HashMap<Uuid, RunFacts>)> {
             };
             let rows = plan.execute(
                 spi,
-                &[pg_sys::UUIDARRAYOID],
+                &[crate::pg::sys::types::UUIDARRAYOID],
                 &[Some(uuid_array_datum(&frontier))],
                 true,
                 0,
@@ -132,7 +132,7 @@ fn walk(start: Uuid) -> Result<(Vec<Read>, HashMap<Uuid, RunFacts>)> {
         };
         let rows = plan.execute(
             spi,
-            &[pg_sys::UUIDARRAYOID],
+            &[crate::pg::sys::types::UUIDARRAYOID],
             &[Some(uuid_array_datum(&met))],
             true,
             0,

@@ -15,12 +15,13 @@ use crate::pg::citus;
 use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
 use crate::pg::local::BackendLocal;
 use crate::pg::spi::{as_owner, current_user, current_user_name, with_spi, SavedPlan};
+use crate::pg::sys::{Oid, SubTransactionId};
 use crate::pg::trigger::platform_schema;
+use crate::pg::xact::{End, SubEnd};
 use crate::platform::relations::platform_owner;
 use crate::sql_function;
 use crate::types::datum::{scope_datum, TypeArgs};
 use pg_labels_core::refusal;
-use pgrx::pg_sys::{self, Oid, SubTransactionId};
 use std::ffi::CStr;
 
 #[derive(Clone, Debug)]
@@ -88,8 +89,7 @@ fn state<R>(f: impl FnOnce(&mut State) -> R) -> R {
 
 /// Remember the state before this subtransaction's first change, for a rollback.
 fn save_before_change() {
-    // SAFETY: reads the current subtransaction's id.
-    let sub = unsafe { pg_sys::GetCurrentSubTransactionId() };
+    let sub = crate::pg::xact::subtransaction();
     state(|s| {
         if s.saved.last().map(|e| e.0) != Some(sub) {
             s.saved.push((sub, s.local.clone(), s.session.clone()));
@@ -97,142 +97,64 @@ fn save_before_change() {
     });
 }
 
-unsafe extern "C-unwind" fn xact_callback(
-    event: pg_sys::XactEvent::Type,
-    _arg: *mut std::ffi::c_void,
-) {
-    state(|s| xact_event(s, event));
-}
-
-fn xact_event(s: &mut State, event: pg_sys::XactEvent::Type) {
-    match event {
-        pg_sys::XactEvent::XACT_EVENT_COMMIT | pg_sys::XactEvent::XACT_EVENT_PREPARE => {
-            s.saved.clear();
-        }
-        pg_sys::XactEvent::XACT_EVENT_ABORT => {
-            if let Some((_, _, session)) = s.saved.first().cloned() {
-                s.session = session;
-            }
-            s.saved.clear();
-        }
-        _ => return,
-    }
-    s.local = None;
-    s.xact += 1;
-    super::policy::forget(event == pg_sys::XactEvent::XACT_EVENT_ABORT);
-}
-
-unsafe extern "C-unwind" fn subxact_callback(
-    event: pg_sys::SubXactEvent::Type,
-    my: SubTransactionId,
-    parent: SubTransactionId,
-    _arg: *mut std::ffi::c_void,
-) {
-    state(|s| subxact_event(s, event, my, parent));
-}
-
-fn subxact_event(
-    s: &mut State,
-    event: pg_sys::SubXactEvent::Type,
-    my: SubTransactionId,
-    parent: SubTransactionId,
-) {
-    if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
-        super::policy::forget(true); // what its writes showed, the privileges it changed
-    }
-    if s.saved.last().map(|e| e.0) != Some(my) {
-        return;
-    }
-    match event {
-        pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB => {
-            if let Some((_, local, session)) = s.saved.pop() {
-                s.local = local;
-                s.session = session;
+fn xact_event(end: End) {
+    state(|s| {
+        match end {
+            End::Commit | End::Prepare => s.saved.clear(),
+            End::Abort => {
+                if let Some((_, _, session)) = s.saved.first().cloned() {
+                    s.session = session;
+                }
+                s.saved.clear();
             }
         }
-        pg_sys::SubXactEvent::SUBXACT_EVENT_COMMIT_SUB => {
-            let n = s.saved.len();
-            if n >= 2 && s.saved[n - 2].0 == parent {
-                s.saved.pop(); // the parent's saved state is older
-            } else {
-                s.saved[n - 1].0 = parent;
-            }
-        }
-        _ => {}
-    }
+        s.local = None;
+        s.xact += 1;
+    });
+    super::policy::forget(end == End::Abort);
 }
 
-static mut PREV_PROCESS_UTILITY: pg_sys::ProcessUtility_hook_type = None;
-
-// Unguarded: an ERROR raised by a utility statement must reach PostgreSQL's own handler
-// untouched (pgrx's guard would re-raise it through its closed SQLSTATE enum, without its
-// CONTEXT). The hook below owns nothing that needs dropping, so the longjmp may cross it.
-unsafe extern "C-unwind" {
-    #[link_name = "standard_ProcessUtility"]
-    fn standard_process_utility(
-        pstmt: *mut pg_sys::PlannedStmt,
-        query: *const std::ffi::c_char,
-        read_only_tree: bool,
-        context: pg_sys::ProcessUtilityContext::Type,
-        params: pg_sys::ParamListInfo,
-        env: *mut pg_sys::QueryEnvironment,
-        dest: *mut pg_sys::DestReceiver,
-        qc: *mut pg_sys::QueryCompletion,
-    );
+fn subxact_event(end: SubEnd, my: SubTransactionId, parent: SubTransactionId) {
+    state(|s| {
+        if end == SubEnd::Abort {
+            super::policy::forget(true); // what its writes showed, the privileges it changed
+        }
+        if s.saved.last().map(|e| e.0) != Some(my) {
+            return;
+        }
+        match end {
+            SubEnd::Abort => {
+                if let Some((_, local, session)) = s.saved.pop() {
+                    s.local = local;
+                    s.session = session;
+                }
+            }
+            SubEnd::Commit => {
+                let n = s.saved.len();
+                if n >= 2 && s.saved[n - 2].0 == parent {
+                    s.saved.pop(); // the parent's saved state is older
+                } else {
+                    s.saved[n - 1].0 = parent;
+                }
+            }
+        }
+    });
 }
 
 /// `DISCARD ALL` (a pooler's reset) also forgets the entered scope.
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C-unwind" fn process_utility(
-    pstmt: *mut pg_sys::PlannedStmt,
-    query: *const std::ffi::c_char,
-    read_only_tree: bool,
-    context: pg_sys::ProcessUtilityContext::Type,
-    params: pg_sys::ParamListInfo,
-    env: *mut pg_sys::QueryEnvironment,
-    dest: *mut pg_sys::DestReceiver,
-    qc: *mut pg_sys::QueryCompletion,
-) {
-    // SAFETY: PostgreSQL calls the hook with a valid statement; the previous hook (or the
-    // standard one) gets the arguments unchanged; the state is touched only after it returns.
-    unsafe {
-        let node = (*pstmt).utilityStmt;
-        let discard_all = !node.is_null()
-            && (*node).type_ == pg_sys::NodeTag::T_DiscardStmt
-            && (*(node as *mut pg_sys::DiscardStmt)).target == pg_sys::DiscardMode::DISCARD_ALL;
-        match PREV_PROCESS_UTILITY {
-            Some(prev) => prev(pstmt, query, read_only_tree, context, params, env, dest, qc),
-            None => standard_process_utility(
-                pstmt,
-                query,
-                read_only_tree,
-                context,
-                params,
-                env,
-                dest,
-                qc,
-            ),
-        }
-        if discard_all {
-            state(|s| {
-                s.local = None;
-                s.session = None;
-                s.saved.clear();
-            });
-        }
-    }
+fn discard_all() {
+    state(|s| {
+        s.local = None;
+        s.session = None;
+        s.saved.clear();
+    });
 }
 
 /// Called from `_PG_init`: the callbacks that end entered scopes.
 pub fn init() {
-    // SAFETY: registers callbacks and a hook that live as long as the library; the previous
-    // hook is kept and called.
-    unsafe {
-        pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut());
-        pg_sys::RegisterSubXactCallback(Some(subxact_callback), std::ptr::null_mut());
-        PREV_PROCESS_UTILITY = pg_sys::ProcessUtility_hook;
-        pg_sys::ProcessUtility_hook = Some(process_utility);
-    }
+    crate::pg::xact::on_end(xact_event);
+    crate::pg::xact::on_subtransaction_end(subxact_event);
+    crate::pg::utility::on_discard_all(discard_all);
     // what the policies decide by, fixed when each query starts (a session scope's grant is
     // checked there, once per transaction)
     crate::pg::executor::on_start(super::policy::settle);
@@ -317,8 +239,7 @@ fn carried() -> Result<Option<Vec<u8>>> {
 /// reaches (in a transaction block, where Citus carries `SET LOCAL`), sealed for the current
 /// role (see [`carried`]).
 fn carry(path: Option<&[u8]>) -> Result<()> {
-    // SAFETY: reads the transaction state.
-    if citus::loaded() && unsafe { pg_sys::IsTransactionBlock() } {
+    if citus::loaded() && crate::pg::xact::in_block() {
         let value = match (path, carry_key()?) {
             (Some(path), Some(key)) => pg_labels_core::carry::seal(
                 &key,

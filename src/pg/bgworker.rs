@@ -115,3 +115,41 @@ pub fn in_transaction<T>(role: Oid, f: impl FnOnce() -> Result<T>) -> Result<T> 
     }
     out
 }
+
+/// Declares a background worker's main function, `#[no_mangle]` under `$name` (the name a
+/// [`Worker`] gives as its function), that sets up the worker's signal handlers (SIGTERM sets
+/// a flag, see [`sigterm_received`]) and calls `$main` with the argument the worker was
+/// registered with.
+#[macro_export]
+macro_rules! bgworker_main {
+    ($(#[$attr:meta])* fn $name:ident = $main:path) => {
+        $(#[$attr])*
+        ///
+        /// # Safety
+        /// Called by PostgreSQL as a background worker's main function, with the argument
+        /// the worker was registered with.
+        #[::pgrx::pg_guard]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C-unwind" fn $name(arg: ::pgrx::pg_sys::Datum) {
+            $crate::pg::bgworker::start();
+            let main: fn(u32) = $main;
+            main(arg.value() as u32)
+        }
+    };
+}
+
+/// A worker's start (see [`bgworker_main!`]): its signal handlers.
+pub fn start() {
+    use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGTERM);
+}
+
+/// Has the worker been asked to stop (SIGTERM)?
+pub fn sigterm_received() -> bool {
+    pgrx::bgworkers::BackgroundWorker::sigterm_received()
+}
+
+/// Wait on the worker's latch for at most `timeout`; false when the postmaster died.
+pub fn wait_latch(timeout: std::time::Duration) -> bool {
+    pgrx::bgworkers::BackgroundWorker::wait_latch(Some(timeout))
+}

@@ -126,6 +126,27 @@ impl<'a> Call<'a> {
         self.datum(n).value() != 0
     }
 
+    /// An `interval` argument in milliseconds (months as 30 days), 0 when NULL.
+    pub fn interval_ms(&self, n: usize) -> i64 {
+        if self.is_null(n) {
+            return 0;
+        }
+        // SAFETY: the argument is an interval (the function is declared so), passed by
+        // reference: a pointer to it, alive for the call.
+        let i = unsafe { &*(self.datum(n).cast_mut_ptr::<pg_sys::Interval>()) };
+        i.time / 1000 + (i.day as i64 + i.month as i64 * 30) * 86_400_000
+    }
+
+    /// The TOAST identity of a varlena argument stored out of line on disk ([`external_id`]),
+    /// `None` when NULL or held in the row.
+    pub fn external_id(&self, n: usize) -> Option<(Oid, Oid)> {
+        if self.is_null(n) {
+            return None;
+        }
+        // SAFETY: the argument is a varlena type (the function is declared so), as for bytes().
+        unsafe { external_id(self.datum(n).cast_mut_ptr()) }
+    }
+
     /// Argument `n`, or `None` when NULL.
     pub fn opt(&self, n: usize) -> Option<Datum> {
         (!self.is_null(n)).then(|| self.datum(n))

@@ -54,6 +54,42 @@ pub fn generation() -> u64 {
     GENERATION.load(Ordering::Relaxed)
 }
 
+thread_local! {
+    static ON_RELATION: std::cell::RefCell<Vec<fn(Oid)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// # Safety
+///
+/// Called by PostgreSQL while it reads invalidations: calls the registered functions, which
+/// neither allocate nor raise.
+unsafe extern "C-unwind" fn relation_changed_for(_arg: Datum, relid: Oid) {
+    let n = ON_RELATION.with(|l| l.borrow().len());
+    for i in 0..n {
+        let f = ON_RELATION.with(|l| l.borrow()[i]);
+        f(relid);
+    }
+}
+
+/// Call `f` with a relation's OID whenever this backend reads an invalidation of it
+/// (`Oid::INVALID`: of every relation), for as long as the library is loaded. `f` runs while
+/// PostgreSQL reads invalidations: it must not allocate in a memory context, take a lock or
+/// raise an error (bumping a counter is what it is for).
+pub fn on_relation_changed(f: fn(Oid)) {
+    ON_RELATION.with(|l| {
+        let mut l = l.borrow_mut();
+        if l.is_empty() {
+            // SAFETY: registers a plain function that lives as long as the library, once.
+            unsafe {
+                pg_sys::CacheRegisterRelcacheCallback(
+                    Some(relation_changed_for),
+                    Datum::from(0usize),
+                )
+            };
+        }
+        l.push(f);
+    });
+}
+
 /// Tell every backend (this one at its next command) that a relation changed, as a change of
 /// its definition would: what they keep about it, and what they tag with [`generation`], is
 /// found again.

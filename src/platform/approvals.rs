@@ -11,11 +11,11 @@ use crate::pg::fmgr::Call;
 use crate::pg::spi::{
     as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan,
 };
+use crate::pg::sys::Datum;
 use crate::platform::relations::platform_owner;
 use crate::platform::state::DECIDING;
 use crate::sql_function;
 use pg_labels_core::refusal;
-use pgrx::pg_sys::{self, Datum};
 
 static REQUEST: SavedPlan = SavedPlan::new(
     c"SELECT s.run_id, s.actor, s.tool, s.args,
@@ -61,7 +61,7 @@ fn decide(call: &Call<'_>) -> Result<Datum> {
         with_spi(|spi| {
             let req = REQUEST.execute(
                 spi,
-                &[pg_sys::INT8OID],
+                &[crate::pg::sys::types::INT8OID],
                 &[Some(Datum::from(request))],
                 false,
                 1,
@@ -78,7 +78,7 @@ fn decide(call: &Call<'_>) -> Result<Datum> {
                 let scope = REQUEST_SCOPE
                     .execute(
                         spi,
-                        &[pg_sys::INT8OID],
+                        &[crate::pg::sys::types::INT8OID],
                         &[Some(Datum::from(request))],
                         false,
                         1,
@@ -128,13 +128,13 @@ fn decide(call: &Call<'_>) -> Result<Datum> {
             let rows = DECIDE.execute(
                 spi,
                 &[
-                    pg_sys::UUIDOID,
-                    pg_sys::TEXTOID,
-                    pg_sys::JSONBOID,
-                    pg_sys::TEXTOID,
-                    pg_sys::TEXTOID,
-                    pg_sys::INT8OID,
-                    pg_sys::TEXTOID,
+                    crate::pg::sys::types::UUIDOID,
+                    crate::pg::sys::types::TEXTOID,
+                    crate::pg::sys::types::JSONBOID,
+                    crate::pg::sys::types::TEXTOID,
+                    crate::pg::sys::types::TEXTOID,
+                    crate::pg::sys::types::INT8OID,
+                    crate::pg::sys::types::TEXTOID,
                 ],
                 &[
                     Some(run.datum()),

@@ -8,6 +8,7 @@ use crate::pg::datum::{text_datum, Timestamp, Uuid};
 use crate::pg::error::{Error, Result};
 use crate::pg::fmgr::Call;
 use crate::pg::spi::current_user_name;
+use crate::pg::sys::Datum;
 use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
 use crate::platform::context::{self, refuse_given, trail_time};
 use crate::platform::run_lock;
@@ -16,7 +17,6 @@ use crate::sql_function;
 use crate::types::datum::{labelset_datum, scope_datum, LabelSetBuf};
 use pg_labels_core::refusal;
 use pg_labels_core::LabelSet;
-use pgrx::pg_sys::Datum;
 
 const ARTIFACTS: Spec = Spec {
     function: "pg_labels.artifacts_insert()",

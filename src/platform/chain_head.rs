@@ -11,10 +11,10 @@ use crate::pg::datum::{Bytea, Uuid};
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
 use crate::pg::heap::{PageHint, Paged, Table};
 use crate::pg::local::{BackendLocal, Recent};
+use crate::pg::sys::Oid;
 use crate::pg::trigger::{col, Columns};
 use crate::platform::relations::{missing, relation};
 use pg_labels_core::chain;
-use pgrx::pg_sys::{self, Oid};
 
 /// The partitions of the trail's ring (`steps_00` .. `steps_23`) and their index on
 /// `(run_id, id)`, found by name and kept while no relation changes.
@@ -85,7 +85,11 @@ pub(super) fn last_step(namespace: Oid, slot: i16, run: &Uuid) -> Result<Option<
         None => {
             let name =
                 std::ffi::CString::new(format!("steps_{slot:02}")).map_err(|_| missing("steps"))?;
-            let Some(t) = Table::open(relation(namespace, &name), pg_sys::AccessShareLock)? else {
+            let Some(t) = Table::open(
+                relation(namespace, &name),
+                crate::pg::sys::locks::AccessShareLock,
+            )?
+            else {
                 return Ok(None);
             };
             let (Some(r), Some(i)) = (t.attnum(c"run_id"), t.attnum(c"id")) else {
@@ -128,7 +132,13 @@ pub(super) fn last_step(namespace: Oid, slot: i16, run: &Uuid) -> Result<Option<
             Paged::Known => mine,
         }
     } else {
-        t.probe_last(index, run.datum(), pg_sys::F_UUID_EQ, seen.id, read)?
+        t.probe_last(
+            index,
+            run.datum(),
+            crate::pg::sys::funcs::F_UUID_EQ,
+            seen.id,
+            read,
+        )?
     };
     saw_step(run, |s| {
         s.page = seen.page;

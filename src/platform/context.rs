@@ -6,13 +6,12 @@
 use crate::pg::citus;
 use crate::pg::datum::Timestamp;
 use crate::pg::error::Error;
-use pgrx::pg_sys::{self, Oid};
+use crate::pg::sys::Oid;
 
 /// The time a step is written at: the transaction's start (what `now()`, the column's default,
 /// gives). The time partitions the trail, so it is the database's, never the writer's.
 pub fn trail_time() -> Timestamp {
-    // SAFETY: reads the transaction's start time.
-    Timestamp(unsafe { pg_sys::GetCurrentTransactionStartTimestamp() })
+    Timestamp(crate::pg::xact::start_timestamp())
 }
 
 /// On a Citus shard, is this write the tables' owner's? The functions that act for a role

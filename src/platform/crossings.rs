@@ -15,6 +15,7 @@ use crate::pg::datum::{text_array_datum, text_datum, Timestamp};
 use crate::pg::error::{Error, Result, FEATURE_NOT_SUPPORTED, NULL_VALUE_NOT_ALLOWED};
 use crate::pg::fmgr::Call;
 use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
+use crate::pg::sys::{Datum, Oid};
 use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
 use crate::platform::context;
 use crate::platform::relations::platform_owner;
@@ -24,7 +25,6 @@ use crate::types::datum::ScopeBuf;
 use pg_labels_core::crossing::Owned;
 use pg_labels_core::refusal;
 use pg_labels_core::scope;
-use pgrx::pg_sys::{self, Datum, Oid};
 
 /// Active crossings into any ancestor of (or exactly) the target, locked FOR SHARE. Under READ
 /// COMMITTED a row revoked concurrently is re-read after the revocation commits and drops out.
@@ -71,8 +71,13 @@ pub fn active_into(owner: Oid, target: &[u8]) -> Result<Vec<Owned>> {
     let array = ancestors_array(target)?;
     as_owner(owner, || {
         with_spi(|spi| {
-            let rows =
-                ACTIVE_INTO.execute(spi, &[pg_sys::TEXTARRAYOID], &[Some(array)], false, 0)?;
+            let rows = ACTIVE_INTO.execute(
+                spi,
+                &[crate::pg::sys::types::TEXTARRAYOID],
+                &[Some(array)],
+                false,
+                0,
+            )?;
             (0..rows.len())
                 .map(|i| {
                     Ok(Owned {
@@ -177,8 +182,7 @@ fn crossings_guard(call: &Call<'_>) -> Result<Datum> {
                 return Err(refusal::crossing_without_reason().into());
             }
             if let Some(expires) = row.get::<Timestamp>(c_expires)? {
-                // SAFETY: reads the clock.
-                if expires.0 <= unsafe { pg_sys::GetCurrentTimestamp() } {
+                if expires.0 <= crate::pg::backend::now() {
                     return Err(refusal::crossing_in_the_past().into());
                 }
             }
@@ -239,9 +243,9 @@ fn authorize(call: &Call<'_>) -> Result<Datum> {
                 &[
                     scope_type,
                     scope_type,
-                    pg_sys::TEXTOID,
-                    pg_sys::TIMESTAMPTZOID,
-                    pg_sys::TEXTOID,
+                    crate::pg::sys::types::TEXTOID,
+                    crate::pg::sys::types::TIMESTAMPTZOID,
+                    crate::pg::sys::types::TEXTOID,
                 ],
                 &[call.opt(0), call.opt(1), call.opt(2), call.opt(3), Some(by)],
                 false,
@@ -274,7 +278,7 @@ fn revoke(call: &Call<'_>) -> Result<Datum> {
             // that does not exist
             let scopes = CROSSING_SCOPES.execute(
                 spi,
-                &[pg_sys::INT8OID],
+                &[crate::pg::sys::types::INT8OID],
                 &[Some(Datum::from(id))],
                 true,
                 1,
@@ -299,15 +303,14 @@ fn revoke(call: &Call<'_>) -> Result<Datum> {
                 let _revoking = REVOKING.enter((id, who.clone()));
                 // the time is taken here, once: on a Citus cluster every copy of the crossing
                 // records the same
-                // SAFETY: reads the clock.
-                let now = Timestamp(unsafe { pg_sys::GetCurrentTimestamp() });
+                let now = Timestamp(crate::pg::backend::now());
                 let rows = REVOKE.execute(
                     spi,
                     &[
-                        pg_sys::INT8OID,
-                        pg_sys::TEXTOID,
-                        pg_sys::TEXTOID,
-                        pg_sys::TIMESTAMPTZOID,
+                        crate::pg::sys::types::INT8OID,
+                        crate::pg::sys::types::TEXTOID,
+                        crate::pg::sys::types::TEXTOID,
+                        crate::pg::sys::types::TIMESTAMPTZOID,
                     ],
                     &[
                         Some(Datum::from(id)),
@@ -323,8 +326,13 @@ fn revoke(call: &Call<'_>) -> Result<Datum> {
             if let Some(at) = revoked {
                 return Ok(at.datum());
             }
-            let rows =
-                REVOKED.execute(spi, &[pg_sys::INT8OID], &[Some(Datum::from(id))], true, 1)?;
+            let rows = REVOKED.execute(
+                spi,
+                &[crate::pg::sys::types::INT8OID],
+                &[Some(Datum::from(id))],
+                true,
+                1,
+            )?;
             if rows.is_empty() {
                 return Err(refusal::no_crossing(id).into());
             }

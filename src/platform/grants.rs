@@ -18,12 +18,12 @@ use crate::pg::datum::Name;
 use crate::pg::error::Result;
 use crate::pg::local::BackendLocal;
 use crate::pg::spi::{as_owner, is_member, role_oid, with_spi, SavedPlan};
+use crate::pg::sys::Oid;
 use crate::pg::trigger::{platform_schema, Op, Spec, Timing, Trigger};
 use crate::platform::relations::{platform_owner, relation};
 use crate::sql_function;
 use crate::types::datum::ScopeBuf;
 use pg_labels_core::scope;
-use pgrx::pg_sys::{self, Oid};
 use std::rc::Rc;
 
 /// What a role reaches.
@@ -127,8 +127,7 @@ pub fn reach(role: Oid) -> Result<Rc<Reach>> {
         None => Rc::new(read_grants()?),
     };
     let owner = platform_owner()?;
-    // SAFETY: a role attribute lookup (cached by PostgreSQL).
-    let everywhere = !bound() || is_member(role, owner) || unsafe { pg_sys::superuser_arg(role) };
+    let everywhere = !bound() || is_member(role, owner) || crate::pg::backend::is_superuser(role);
     let (mut granted, mut enterable): (Vec<Vec<u8>>, Vec<Vec<u8>>) = (Vec::new(), Vec::new());
     for (name, scope, enters) in rows.iter() {
         if role_oid(name).is_some_and(|r| is_member(role, r)) {
@@ -238,6 +237,6 @@ sql_function! {
         for scope in &reach.granted {
             out.push(&[Some(crate::types::datum::scope_datum(scope)?)]);
         }
-        Ok(pg_sys::Datum::from(0usize))
+        Ok(crate::pg::sys::Datum::from(0usize))
     }
 }

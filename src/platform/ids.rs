@@ -6,16 +6,12 @@
 use crate::pg::citus;
 use crate::pg::error::Result;
 use crate::pg::local::BackendLocal;
+use crate::pg::sys::{Datum, Oid};
 use crate::platform::relations::{missing, relation, relation_named};
-use pgrx::pg_sys::{self, Datum, Oid};
 use std::ffi::CStr;
 
-// nextval() as identity columns take it: without the privilege check, which the tables' owner
-// passes (the sequences are the platform's, taken for the trigger of the owner's table), so
-// with no change of user around it. Unguarded: under crate::pg::catch.
-unsafe extern "C-unwind" {
-    fn nextval_internal(relid: Oid, check_permissions: bool) -> i64;
-}
+// (the sequences are the platform's, taken for the trigger of the owner's table: nextval as
+// identity columns take it, without a privilege check, which the tables' owner passes)
 
 /// On a Citus node, ids are taken from the node's own range, as Citus does for the sequences
 /// of distributed tables: from its group id times 2^48 (the coordinator, group 0, from 1), so
@@ -56,7 +52,10 @@ fn shard_sequence(namespace: Oid, shard: i64, owner: Oid) -> Result<Oid> {
         crate::pg::spi::with_spi(|spi| {
             let rows = SHARD_SEQUENCE.execute(
                 spi,
-                &[pg_sys::INT8OID, pg_sys::REGCLASSOID],
+                &[
+                    crate::pg::sys::types::INT8OID,
+                    crate::pg::sys::types::REGCLASSOID,
+                ],
                 &[Some(Datum::from(shard)), Some(Datum::from(trail))],
                 false,
                 1,
@@ -85,7 +84,7 @@ fn node_range(seq: Oid, owner: Oid) -> Result<()> {
         crate::pg::spi::with_spi(|spi| {
             NODE_RANGE.execute(
                 spi,
-                &[pg_sys::REGCLASSOID],
+                &[crate::pg::sys::types::REGCLASSOID],
                 &[Some(Datum::from(seq))],
                 false,
                 0,
@@ -151,7 +150,5 @@ pub fn next_id_where(
         }
         None => seq,
     };
-    // SAFETY: calls one unguarded C function and owns nothing; its errors (the sequence
-    // exhausted, a read-only transaction) come back whole.
-    unsafe { crate::pg::catch::catch(|| nextval_internal(seq, false)) }
+    crate::pg::catalog::nextval_unchecked(seq)
 }

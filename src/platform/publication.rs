@@ -8,13 +8,13 @@ use crate::pg::datum::{text_datum, Jsonb, Timestamp};
 use crate::pg::error::{Error, Result};
 use crate::pg::fmgr::Call;
 use crate::pg::spi::current_user_name;
+use crate::pg::sys::Datum;
 use crate::pg::trigger::{col, not_null, Columns, Op, Spec, Timing, Trigger};
 use crate::platform::context::{refuse_given, trail_time};
 use crate::platform::tools;
 use crate::sql_function;
 use pg_labels_core::flow::{self, Analysis, DeclError, Path, StepDecl, ToolInfo};
 use pg_labels_core::refusal;
-use pgrx::pg_sys::Datum;
 use std::collections::HashMap;
 
 /// Most paths a refusal's DETAIL lists.
@@ -202,7 +202,7 @@ static AGENT_SCOPES: crate::pg::spi::SavedPlan = crate::pg::spi::SavedPlan::new(
 
 /// Does every scope `agent` was published in lie within `reach`?
 fn agent_reached(
-    owner: pgrx::pg_sys::Oid,
+    owner: crate::pg::sys::Oid,
     agent: &str,
     reach: &crate::platform::grants::Reach,
 ) -> Result<bool> {
@@ -210,7 +210,7 @@ fn agent_reached(
         crate::pg::spi::with_spi(|spi| {
             let rows = AGENT_SCOPES.execute(
                 spi,
-                &[pgrx::pg_sys::TEXTOID],
+                &[crate::pg::sys::types::TEXTOID],
                 &[Some(text_datum(agent)?)],
                 true,
                 0,

@@ -8,9 +8,9 @@ use crate::pg::datum::Uuid;
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
 use crate::pg::heap::Table;
 use crate::pg::local::BackendLocal;
+use crate::pg::sys::Oid;
 use crate::pg::trigger::{col, platform_schema, Columns};
 use pg_labels_core::LabelSet as LabelSetCol;
-use pgrx::pg_sys::{self, Datum, Oid};
 use std::ffi::CStr;
 
 /// The platform relations, found by name in the platform schema and cached per backend
@@ -50,13 +50,13 @@ pub fn relation_named(namespace: Oid, table: &str) -> Oid {
 
 /// A relation of the platform schema by name.
 pub fn relation(namespace: Oid, name: &CStr) -> Oid {
-    // SAFETY: a syscache lookup by name.
-    unsafe { pg_sys::get_relname_relid(name.as_ptr(), namespace) }
+    crate::pg::catalog::relation_oid(namespace, name)
 }
 
 fn lookup(namespace: Oid) -> Result<Rels> {
     let pkey = |rel: Oid, what: &str| -> Result<Oid> {
-        let t = Table::open(rel, pg_sys::AccessShareLock)?.ok_or_else(|| missing(what))?;
+        let t = Table::open(rel, crate::pg::sys::locks::AccessShareLock)?
+            .ok_or_else(|| missing(what))?;
         Ok(t.primary_key())
     };
     let runs = relation(namespace, c"runs");
@@ -117,20 +117,7 @@ pub fn platform_owner() -> Result<Oid> {
     if steps == Oid::INVALID {
         return Err(missing("steps"));
     }
-    // SAFETY: a syscache lookup of pg_class by OID.
-    unsafe {
-        let tuple = pg_sys::SearchSysCache1(
-            pg_sys::SysCacheIdentifier::RELOID as i32,
-            Datum::from(steps),
-        );
-        if tuple.is_null() {
-            return Err(missing("steps"));
-        }
-        let form = pgrx::pg_sys::GETSTRUCT(tuple) as *const pg_sys::FormData_pg_class;
-        let owner = (*form).relowner;
-        pg_sys::ReleaseSysCache(tuple);
-        Ok(owner)
-    }
+    crate::pg::catalog::relation_owner(steps).ok_or_else(|| missing("steps"))
 }
 
 /// A platform table by name: on a Citus shard (see [`citus::SHARD`]) the relation next to it
@@ -154,14 +141,20 @@ static LABELS_COLUMN: Columns<1> =
 /// sees it, read directly (no row-level security: for the policies' own checks). On a Citus
 /// shard (see [`citus::SHARD`]) the table next to it is read.
 pub fn labels_of(namespace: Oid, table: &'static str, id: &Uuid) -> Result<Option<Vec<u8>>> {
-    let rel = open_next_to_shard(namespace, table, pg_sys::AccessShareLock)?;
+    let rel = open_next_to_shard(namespace, table, crate::pg::sys::locks::AccessShareLock)?;
     let [c_labels] = rel.columns(&LABELS_COLUMN)?;
     let pkey = rel.primary_key();
-    let found = rel.probe(pkey, id.datum(), pg_sys::F_UUID_EQ, false, |found| {
-        Ok(found
-            .get::<LabelSetCol<'_>>(c_labels)?
-            .map(|l| l.body().to_vec())
-            .unwrap_or_default())
-    })?;
+    let found = rel.probe(
+        pkey,
+        id.datum(),
+        crate::pg::sys::funcs::F_UUID_EQ,
+        false,
+        |found| {
+            Ok(found
+                .get::<LabelSetCol<'_>>(c_labels)?
+                .map(|l| l.body().to_vec())
+                .unwrap_or_default())
+        },
+    )?;
     Ok(found)
 }

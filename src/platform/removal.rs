@@ -14,11 +14,11 @@
 use crate::pg::error::Result;
 use crate::pg::fmgr::Call;
 use crate::pg::spi::{as_owner, run, with_spi, SavedPlan, Sql};
+use crate::pg::sys::{Datum, Oid};
 use crate::pg::trigger::{drop_extension_event, platform_schema};
 use crate::platform::relations::{platform_owner, relation};
 use crate::sql_function;
 use pg_labels_core::refusal;
-use pgrx::pg_sys::{Datum, Oid};
 
 /// The tables that hold the trail.
 const TRAIL: [&std::ffi::CStr; 6] = [

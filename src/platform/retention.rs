@@ -24,12 +24,12 @@
 use crate::pg::datum::Timestamp;
 use crate::pg::error::{log, Error, Result, LOCK_NOT_AVAILABLE};
 use crate::pg::spi::{as_owner, current_user_name, run, run_with, with_spi, SavedPlan, Spi, Sql};
+use crate::pg::sys::Datum;
 use crate::platform::context::trail_time;
 use crate::platform::relations::platform_owner;
 use crate::platform::state::PURGING;
 use crate::sql_function;
 use pg_labels_core::retention;
-use pgrx::pg_sys::{self, Datum};
 
 /// Whole runs opened before the cutoff with nothing at or after it (no step, no artifact made,
 /// no share of its artifacts or to it): their shares, artifacts and steps, then them; how many
@@ -113,7 +113,7 @@ fn purge(spi: &Spi, cut: &retention::Cut, who: &str) -> Result<i64> {
         false,
     )?;
     let start = Some(Timestamp(cut.month_start).datum());
-    let ts = [pg_sys::TIMESTAMPTZOID];
+    let ts = [crate::pg::sys::types::TIMESTAMPTZOID];
     let ring = RING.execute(spi, &[], &[], true, 0)?;
     let parts: Vec<String> = (0..ring.len())
         .map(|i| ring.must::<String>(i, 1))
@@ -219,10 +219,10 @@ fn purge(spi: &Spi, cut: &retention::Cut, who: &str) -> Result<i64> {
     let gone = PURGE.execute(spi, &ts, &[Some(Timestamp(cut.cutoff).datum())], false, 1)?;
     // the record of refused writes, with the trail's months (none before release 0.3.0)
     let refusals = match crate::platform::relations::relation(
-        crate::pg::trigger::platform_schema().unwrap_or(pg_sys::Oid::INVALID),
+        crate::pg::trigger::platform_schema().unwrap_or(crate::pg::sys::Oid::INVALID),
         c"refused_writes",
     ) {
-        pg_sys::Oid::INVALID => 0,
+        crate::pg::sys::Oid::INVALID => 0,
         _ => PURGE_REFUSED.execute(spi, &ts, &[start], false, 0)?.len(),
     };
     let [runs, steps, artifacts, shares] = [1, 2, 3, 4].map(|c| gone.must::<i64>(0, c));

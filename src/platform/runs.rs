@@ -7,6 +7,7 @@ use crate::pg::datum::{bytea_datum, text_datum, Bytea, Timestamp, Uuid};
 use crate::pg::error::Result;
 use crate::pg::fmgr::Call;
 use crate::pg::spi::{as_owner, with_spi, SavedPlan};
+use crate::pg::sys::Datum;
 use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
 use crate::platform::context::{refuse_given, trail_time};
 use crate::sql_function;
@@ -15,7 +16,6 @@ use pg_labels_core::barrier::{self, ListenerFacts, Opening, VersionFacts};
 use pg_labels_core::chain;
 use pg_labels_core::refusal;
 use pg_labels_core::LabelSet;
-use pgrx::pg_sys::{self, Datum};
 
 const SPEC: Spec = Spec {
     function: "pg_labels.runs_open()",
@@ -78,7 +78,7 @@ fn runs_open(call: &Call<'_>) -> Result<Datum> {
                 with_spi(|spi| {
                     let rows = LISTENER.execute(
                         spi,
-                        &[pg_sys::INT8OID],
+                        &[crate::pg::sys::types::INT8OID],
                         &[Some(Datum::from(id))],
                         true,
                         1,
@@ -118,7 +118,10 @@ fn runs_open(call: &Call<'_>) -> Result<Datum> {
                         with_spi(|spi| {
                             let rows = VERSION_SCOPE.execute(
                                 spi,
-                                &[pg_sys::TEXTOID, pg_sys::INT4OID],
+                                &[
+                                    crate::pg::sys::types::TEXTOID,
+                                    crate::pg::sys::types::INT4OID,
+                                ],
                                 &[Some(a), Some(Datum::from(v))],
                                 true,
                                 1,

@@ -6,13 +6,13 @@
 use crate::pg::datum::Uuid;
 use crate::pg::error::{Error, Result};
 use crate::pg::fmgr::Call;
+use crate::pg::sys::Datum;
 use crate::pg::trigger::{Op, Spec, Timing, Trigger, Tuple};
 use crate::platform::state::PURGING;
 use crate::sql_function;
 use crate::types::datum::ScopeBuf;
 use pg_labels_core::refusal;
 use pg_labels_core::{scope, LabelSet};
-use pgrx::pg_sys::Datum;
 
 const RUNS_SEAL: Spec = Spec {
     function: "pg_labels.runs_seal()",

@@ -10,6 +10,7 @@ use crate::pg::datum::{text_datum, Timestamp, Uuid};
 use crate::pg::error::{Error, Result};
 use crate::pg::fmgr::Call;
 use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
+use crate::pg::sys::{Datum, Oid};
 use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
 use crate::platform::context::{self, refuse_given, trail_time};
 use crate::platform::crossings::active_into;
@@ -19,7 +20,6 @@ use crate::types::datum::{scope_datum, LabelSetBuf, ScopeBuf};
 use pg_labels_core::barrier::{self, ArtifactFacts, ReadOutcome, ShareFacts};
 use pg_labels_core::refusal;
 use pg_labels_core::LabelSet;
-use pgrx::pg_sys::{self, Datum, Oid};
 
 static ARTIFACT: SavedPlan =
     SavedPlan::new(c"SELECT origin_run, digest, labels FROM pg_labels.artifacts WHERE id = $1");
@@ -47,7 +47,13 @@ pub struct Artifact {
 fn artifact(owner: Oid, id: &Uuid) -> Result<Option<Artifact>> {
     as_owner(owner, || {
         with_spi(|spi| {
-            let rows = ARTIFACT.execute(spi, &[pg_sys::UUIDOID], &[Some(id.datum())], true, 1)?;
+            let rows = ARTIFACT.execute(
+                spi,
+                &[crate::pg::sys::types::UUIDOID],
+                &[Some(id.datum())],
+                true,
+                1,
+            )?;
             if rows.is_empty() {
                 return Ok(None);
             }
@@ -76,7 +82,7 @@ fn artifact_run_scope(owner: Oid, id: &Uuid) -> Result<Option<Vec<u8>>> {
         with_spi(|spi| {
             let rows = ARTIFACT_RUN_SCOPE.execute(
                 spi,
-                &[pg_sys::UUIDOID],
+                &[crate::pg::sys::types::UUIDOID],
                 &[Some(id.datum())],
                 true,
                 1,
@@ -318,7 +324,13 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
 fn scope_of_run(owner: Oid, run: &Uuid) -> Result<Option<Vec<u8>>> {
     as_owner(owner, || {
         with_spi(|spi| {
-            let rows = RUN_SCOPE.execute(spi, &[pg_sys::UUIDOID], &[Some(run.datum())], true, 1)?;
+            let rows = RUN_SCOPE.execute(
+                spi,
+                &[crate::pg::sys::types::UUIDOID],
+                &[Some(run.datum())],
+                true,
+                1,
+            )?;
             Ok(rows.get::<ScopeBuf>(0, 1)?.map(|s| s.0))
         })
     })
@@ -352,7 +364,7 @@ pub fn read(
         with_spi(|spi| {
             let rows = SHARES_OF.execute(
                 spi,
-                &[pg_sys::UUIDOID],
+                &[crate::pg::sys::types::UUIDOID],
                 &[Some(artifact_id.datum())],
                 true,
                 0,

@@ -11,49 +11,30 @@
 //! transaction knew of the runs it locked ([`crate::platform::run_lock::forget_runs`]).
 
 use crate::pg::local::{end_of_transaction, Lower, Scoped};
-use pgrx::pg_sys;
+use crate::pg::sys::SubTransactionId;
+use crate::pg::xact::{End, SubEnd};
 
 pub static DECIDING: Scoped<(i64, String)> = Scoped::new();
 pub static AUTHORIZING: Scoped<String> = Scoped::new();
 pub static REVOKING: Scoped<(i64, String)> = Scoped::new();
 pub static PURGING: Scoped<()> = Scoped::new();
 
-unsafe extern "C-unwind" fn xact_callback(
-    event: pg_sys::XactEvent::Type,
-    _arg: *mut std::ffi::c_void,
-) {
-    if matches!(
-        event,
-        pg_sys::XactEvent::XACT_EVENT_COMMIT
-            | pg_sys::XactEvent::XACT_EVENT_ABORT
-            | pg_sys::XactEvent::XACT_EVENT_PREPARE
-    ) {
-        let all: [&dyn Lower; 4] = [&DECIDING, &AUTHORIZING, &REVOKING, &PURGING];
-        end_of_transaction(&all);
-        crate::platform::run_lock::end_of_transaction(
-            event == pg_sys::XactEvent::XACT_EVENT_COMMIT,
-        );
-        crate::platform::grants::end_of_transaction();
-    }
+fn transaction_end(end: End) {
+    let all: [&dyn Lower; 4] = [&DECIDING, &AUTHORIZING, &REVOKING, &PURGING];
+    end_of_transaction(&all);
+    crate::platform::run_lock::end_of_transaction(end == End::Commit);
+    crate::platform::grants::end_of_transaction();
 }
 
-unsafe extern "C-unwind" fn subxact_callback(
-    event: pg_sys::SubXactEvent::Type,
-    _my: pg_sys::SubTransactionId,
-    _parent: pg_sys::SubTransactionId,
-    _arg: *mut std::ffi::c_void,
-) {
+fn subtransaction_end(end: SubEnd, _my: SubTransactionId, _parent: SubTransactionId) {
     // the steps and row locks of the subtransaction are gone
-    if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
+    if end == SubEnd::Abort {
         crate::platform::run_lock::forget_runs();
     }
 }
 
 /// Called from `_PG_init`.
 pub fn init() {
-    // SAFETY: registers callbacks that live as long as the library.
-    unsafe {
-        pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut());
-        pg_sys::RegisterSubXactCallback(Some(subxact_callback), std::ptr::null_mut());
-    }
+    crate::pg::xact::on_end(transaction_end);
+    crate::pg::xact::on_subtransaction_end(subtransaction_end);
 }

@@ -17,11 +17,11 @@ use crate::pg::citus;
 use crate::pg::error::Result;
 use crate::pg::heap::Table;
 use crate::pg::local::BackendLocal;
+use crate::pg::sys::{Datum, Oid};
 use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
 use crate::platform::relations::{open, RELS};
 use crate::sql_function;
 use pg_labels_core::rules::Effect;
-use pgrx::pg_sys::{self, Datum, Oid};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -57,11 +57,9 @@ static TOOLS_CALLBACK: AtomicBool = AtomicBool::new(false);
 /// A relation cache invalidation: one of the tool catalog, or of every relation, ends what
 /// this backend kept.
 ///
-/// # Safety
-///
-/// Called by PostgreSQL while it reads invalidations, with any relation's OID: it only bumps
-/// a counter (no allocation, no error).
-unsafe extern "C-unwind" fn tools_invalidated(_arg: Datum, relid: Oid) {
+/// Told of every relation's invalidation (`crate::pg::inval::on_relation_changed`): it only
+/// bumps a counter (no allocation, no error).
+fn tools_invalidated(relid: Oid) {
     let tools = TOOLS_RELID.load(Ordering::Relaxed);
     if relid == Oid::INVALID || u32::from(relid) == tools {
         TOOLS_GENERATION.fetch_add(1, Ordering::Relaxed);
@@ -88,7 +86,10 @@ pub fn tool(namespace: Oid, name: &str) -> Result<Option<Tool>> {
         && rels.tools != Oid::INVALID
         && TOOLS_RELID.load(Ordering::Relaxed) == u32::from(rels.tools)
         && citus::SHARD.current().is_none()
-        && crate::pg::compat::relation_locked_by_me(rels.tools, &[pg_sys::RowShareLock])
+        && crate::pg::compat::relation_locked_by_me(
+            rels.tools,
+            &[crate::pg::sys::locks::RowShareLock],
+        )
     {
         let generation = TOOLS_GENERATION.load(Ordering::Relaxed);
         if let Some(t) = kept_tool(generation, name) {
@@ -96,13 +97,10 @@ pub fn tool(namespace: Oid, name: &str) -> Result<Option<Tool>> {
         }
     }
     // the lock first: it reads the invalidations of changes committed before it was granted
-    let (rel, pkey) = open(namespace, c"tools", pg_sys::RowShareLock)?;
+    let (rel, pkey) = open(namespace, c"tools", crate::pg::sys::locks::RowShareLock)?;
     let relid = rel.oid();
     if !TOOLS_CALLBACK.swap(true, Ordering::Relaxed) {
-        // SAFETY: registers a plain function, once per backend.
-        unsafe {
-            pg_sys::CacheRegisterRelcacheCallback(Some(tools_invalidated), Datum::from(0usize))
-        };
+        crate::pg::inval::on_relation_changed(tools_invalidated);
     }
     if TOOLS_RELID.swap(u32::from(relid), Ordering::Relaxed) != u32::from(relid) {
         TOOLS_GENERATION.fetch_add(1, Ordering::Relaxed);
@@ -113,7 +111,7 @@ pub fn tool(namespace: Oid, name: &str) -> Result<Option<Tool>> {
     }
     let [c_effect, c_trusted] = rel.columns(&TOOL_COLUMNS)?;
     let key = crate::pg::datum::text_datum(name)?;
-    let found = rel.probe(pkey, key, pg_sys::F_TEXTEQ, true, |found| {
+    let found = rel.probe(pkey, key, crate::pg::sys::funcs::F_TEXTEQ, true, |found| {
         Ok(Tool {
             effect: found
                 .get::<String>(c_effect)?
@@ -159,11 +157,10 @@ sql_function! {
     fn pgl_tools_change(call) {
         let trigger = Trigger::fired(&call, &TOOLS_CHANGE)?;
         // the lock is kept to the end of the transaction (Table's drop keeps it)
-        Table::open(trigger.relid(), pg_sys::ExclusiveLock)?;
+        Table::open(trigger.relid(), crate::pg::sys::locks::ExclusiveLock)?;
         // every backend forgets the tools it kept once this change commits (and this one at
         // the end of the statement)
-        // SAFETY: queues an invalidation message for a relation that exists (it fired us).
-        unsafe { pg_sys::CacheInvalidateRelcacheByRelid(trigger.relid()) };
+        crate::pg::inval::relation_changed_everywhere(trigger.relid());
         Ok(Datum::from(0usize))
     }
 }

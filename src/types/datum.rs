@@ -6,8 +6,8 @@ use crate::pg::datum::FromDatum;
 use crate::pg::error::{Error, Result};
 use crate::pg::fmgr::{varlena_bytes, varlena_from, Call};
 use crate::pg::local::BackendLocal;
+use crate::pg::sys::{Datum, Oid};
 use pg_labels_core::LabelSet;
-use pgrx::pg_sys::{self, Datum, Oid};
 
 /// Version byte at the head of every `scope` and `labelset` datum and binary message.
 pub const FORMAT_VERSION: u8 = 1;
@@ -52,16 +52,8 @@ static TYPE_OIDS: BackendLocal<TypeOids> = BackendLocal::new(TypeOids {
 
 /// Is `oid` the extension's type named `name`?
 fn is_extension_type(oid: Oid, name: &str) -> bool {
-    // SAFETY: catalog lookups by OID and name.
-    unsafe {
-        let ext = pg_sys::get_extension_oid(c"pg_labels".as_ptr(), true);
-        if ext == Oid::INVALID || pg_sys::getExtensionOfObject(pg_sys::TypeRelationId, oid) != ext {
-            return false;
-        }
-        let p = pg_sys::format_type_extended(oid, -1, pg_sys::FORMAT_TYPE_FORCE_QUALIFY as u16);
-        let qualified = std::ffi::CStr::from_ptr(p).to_string_lossy();
-        qualified.rsplit('.').next() == Some(name)
-    }
+    crate::pg::catalog::extension_type_name(oid, c"pg_labels")
+        .is_some_and(|qualified| qualified.rsplit('.').next() == Some(name))
 }
 
 fn accepts(oid: Oid, pick: fn(&mut TypeOids) -> &mut Oid, name: &str) -> bool {
@@ -107,8 +99,8 @@ impl FromDatum<'_> for ScopeBuf {
         <Scope<'_> as FromDatum<'_>>::accepts(oid)
     }
     unsafe fn read(d: Datum) -> Result<Self> {
-        // SAFETY: as for Scope.
         Ok(ScopeBuf(
+            // SAFETY: the caller's guarantee (a scope datum), handed on.
             unsafe { <Scope<'_> as FromDatum<'_>>::read(d) }?.0.to_vec(),
         ))
     }
@@ -130,8 +122,8 @@ impl FromDatum<'_> for LabelSetBuf {
         <LabelSet<'_> as FromDatum<'_>>::accepts(oid)
     }
     unsafe fn read(d: Datum) -> Result<Self> {
-        // SAFETY: as for LabelSet.
         Ok(LabelSetBuf(
+            // SAFETY: the caller's guarantee (a labelset datum), handed on.
             unsafe { <LabelSet<'_> as FromDatum<'_>>::read(d) }?
                 .body()
                 .to_vec(),

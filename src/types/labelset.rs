@@ -7,7 +7,6 @@ use crate::pg::fmgr::*;
 use crate::sql_function;
 use crate::types::datum::*;
 use pg_labels_core::{label, labelset, scope, Problem};
-use pgrx::pg_sys;
 
 /// Parse labelset text, with a hint when it is a scope read as a labelset (an untyped literal
 /// on the right of `labelset <@` is taken to be a labelset).
@@ -168,7 +167,7 @@ sql_function! {
         if b.is_empty() || a == b || a.is_superset(b) {
             // nothing new: hand back the first argument, so an aggregate's state is not
             // rebuilt for every row that brings no new label
-            return Ok(pg_sys::Datum::from(first));
+            return Ok(crate::pg::sys::Datum::from(first));
         }
         labelset_datum(&a.union(b))
     }

@@ -3,129 +3,32 @@
 //! `col <@ 'acme'` (or `'acme' @> col`) is not a btree operator, but the subtree of `acme` is one
 //! contiguous range of the btree order: `col >= 'acme' AND col < 'acme-'` (`-` is the least
 //! segment character and sorts after the separator). Like `LIKE 'abc%'`, the support function
-//! hands the planner that range as index conditions. They are exact, so the original clause is
-//! not rechecked.
+//! hands the planner that range as index conditions (`crate::pg::planner`). They are exact, so
+//! the original clause is not rechecked.
 
 use crate::pg::error::Result;
+use crate::pg::fmgr::Call;
+use crate::pg::sys::Datum;
 use crate::types::datum::{scope_datum, scope_from_bytes};
 use pg_labels_core::scope;
-use pgrx::pg_sys::{self, Datum};
 
-/// # Safety
-/// `list` must be a valid pointer list with more than `n` elements.
-unsafe fn list_nth(list: *mut pg_sys::List, n: usize) -> *mut pg_sys::Node {
-    // SAFETY: the caller's guarantee.
-    unsafe { (*(*list).elements.add(n)).ptr_value as *mut pg_sys::Node }
+/// The range of the btree order that holds the subtree of a scope constant; `None` when the
+/// constant is not a scope or its subtree is everything (the installation's).
+fn subtree(bytes: &[u8]) -> Result<Option<(Datum, Datum)>> {
+    let Ok(path) = scope_from_bytes(bytes) else {
+        return Ok(None);
+    };
+    // The installation's subtree is everything: no condition narrows it.
+    let Some(upper) = scope::subtree_upper(path) else {
+        return Ok(None);
+    };
+    Ok(Some((scope_datum(path)?, scope_datum(&upper)?)))
 }
 
-/// # Safety
-/// `node` must be NULL or a valid node.
-unsafe fn is_a(node: *mut pg_sys::Node, tag: pg_sys::NodeTag) -> bool {
-    // SAFETY: the caller's guarantee.
-    unsafe { !node.is_null() && (*node).type_ == tag }
-}
-
-/// Answer a `SupportRequestIndexCondition` for a containment function whose index-side
-/// argument is `col_arg` (0 for `col <@ const`, 1 for `const @> col`). Returns a `List *` of
-/// index conditions, or NULL when there is nothing to offer.
-///
-/// # Safety
-/// `req` must be the `internal` argument of a planner support function: a valid node.
-pub unsafe fn index_condition(req: Datum, col_arg: i32) -> Result<Datum> {
-    const NOTHING: Result<Datum> = Ok(Datum::null());
-    // SAFETY: the planner hands a valid request node; its fields are read as the planner's own
-    // support functions (e.g. textlike_support) read them.
-    unsafe {
-        let node = req.cast_mut_ptr::<pg_sys::Node>();
-        if !is_a(node, pg_sys::NodeTag::T_SupportRequestIndexCondition) {
-            return NOTHING;
-        }
-        let req = node as *mut pg_sys::SupportRequestIndexCondition;
-        if (*req).indexarg != col_arg || (*(*req).index).relam != pg_sys::BTREE_AM_OID {
-            return NOTHING;
-        }
-        let clause = (*req).node;
-        let args = if is_a(clause, pg_sys::NodeTag::T_OpExpr) {
-            (*(clause as *mut pg_sys::OpExpr)).args
-        } else if is_a(clause, pg_sys::NodeTag::T_FuncExpr) {
-            (*(clause as *mut pg_sys::FuncExpr)).args
-        } else {
-            return NOTHING;
-        };
-        if args.is_null() || (*args).length != 2 {
-            return NOTHING;
-        }
-        let key = list_nth(args, col_arg as usize);
-        let other = list_nth(args, 1 - col_arg as usize);
-        if !is_a(other, pg_sys::NodeTag::T_Const) {
-            return NOTHING;
-        }
-        let c = other as *mut pg_sys::Const;
-        if (*c).constisnull {
-            return NOTHING;
-        }
-        let typ = (*c).consttype;
-        let opfamily = (*req).opfamily;
-        let ge = pg_sys::get_opfamily_member(
-            opfamily,
-            typ,
-            typ,
-            pg_sys::BTGreaterEqualStrategyNumber as i16,
-        );
-        let lt =
-            pg_sys::get_opfamily_member(opfamily, typ, typ, pg_sys::BTLessStrategyNumber as i16);
-        if ge == pg_sys::InvalidOid || lt == pg_sys::InvalidOid {
-            return NOTHING;
-        }
-        let Ok(path) = scope_from_bytes(crate::pg::fmgr::varlena_bytes(
-            (*c).constvalue.cast_mut_ptr(),
-        )) else {
-            return NOTHING;
-        };
-        // The installation's subtree is everything: no condition narrows it.
-        let Some(upper) = scope::subtree_upper(path) else {
-            return NOTHING;
-        };
-        let lower_const = pg_sys::makeConst(
-            typ,
-            -1,
-            pg_sys::InvalidOid,
-            -1,
-            scope_datum(path)?,
-            false,
-            false,
-        );
-        let upper_const = pg_sys::makeConst(
-            typ,
-            -1,
-            pg_sys::InvalidOid,
-            -1,
-            scope_datum(&upper)?,
-            false,
-            false,
-        );
-        let key = key as *mut pg_sys::Expr;
-        let ge_clause = pg_sys::make_opclause(
-            ge,
-            pg_sys::BOOLOID,
-            false,
-            key,
-            lower_const as *mut pg_sys::Expr,
-            pg_sys::InvalidOid,
-            pg_sys::InvalidOid,
-        );
-        let lt_clause = pg_sys::make_opclause(
-            lt,
-            pg_sys::BOOLOID,
-            false,
-            key,
-            upper_const as *mut pg_sys::Expr,
-            pg_sys::InvalidOid,
-            pg_sys::InvalidOid,
-        );
-        let list = pg_sys::lappend(std::ptr::null_mut(), ge_clause as *mut std::ffi::c_void);
-        let list = pg_sys::lappend(list, lt_clause as *mut std::ffi::c_void);
-        (*req).lossy = false;
-        Ok(Datum::from(list))
-    }
+/// Answer the planner's support request of a containment function whose index-side argument
+/// is `col_arg` (0 for `col <@ const`, 1 for `const @> col`).
+pub fn index_condition(call: &Call<'_>, col_arg: i32) -> Result<Datum> {
+    // SAFETY: the SQL declarations of the two support functions (sql/types.sql) make argument 0
+    // the planner's support request.
+    unsafe { crate::pg::planner::btree_range_condition(call.datum(0), col_arg, subtree) }
 }

@@ -6,7 +6,13 @@
 - no module cycles, in the extension or in the core;
 - the core has no pgrx and forbids unsafe code;
 - no SQLSTATE literal outside core/src/sqlstate.rs;
-- every `unsafe fn` in src/ documents its contract in a `# Safety` section;
+- every `unsafe fn` in src/ (and every `unsafe extern` function) documents its contract in a
+  `# Safety` section;
+- one wall: only src/pg talks to PostgreSQL's C API. Outside it, no `pg_sys` (PostgreSQL's
+  names the other layers need are re-exported one by one in src/pg/sys.rs, functions never),
+  no `extern` block or function (a background worker's entry is `bgworker_main!`, SQL
+  functions `sql_function!`), and every other `unsafe` says why on its line or in a `SAFETY:`
+  comment just above (a type's datum access, a protocol's view made once per function);
 - one version in Cargo.toml, META.json and the CHANGELOG, and a chain of upgrade scripts from
   every released version (sql/released/) to it;
 - no SQL text made from values: in src/, no format!() (or string concatenation) makes a
@@ -15,7 +21,8 @@
   called only in src/pg/; in sql/, a dynamic statement's format() takes identifiers with %I
   and values with %L, and every %s says what it puts there (a comment `-- %s: ...` on its line
   or just above);
-- no file of src/platform over 500 lines but for a commented few (PLATFORM_BIG).
+- rooms by concern: no Rust file of the extension, the core, the client or the verifier over
+  500 lines, tests aside (a `tests.rs`, a file under `tests/`), and no list of exceptions.
 
 Exit status 1 with the findings when something does not hold.
 """
@@ -184,7 +191,7 @@ for path in rust_files(src):
         if i in in_trait_impl:
             continue
         if re.match(r"\s*(pub(\([a-z]+\))? )?unsafe fn ", line) or re.match(
-            r"\s*pub(\([a-z]+\))? unsafe extern", line
+            r"\s*(pub(\([a-z]+\))? )?unsafe extern", line
         ):
             if "extern" in line and "{" in line and "fn" not in line:
                 continue
@@ -260,28 +267,42 @@ for f in sorted(os.listdir(os.path.join(ROOT, "sql"))):
             continue
         findings.append(f"sql/{f}:{i + 1}: %s in a dynamic statement without a '-- %s:' note of what it puts there (%I, %L?)")
 
-# One concern a module in src/platform (issue 34): no file there over PLATFORM_LINES lines but
-# for those listed, each with why it is one concern still. A listed file that shrinks under the
-# limit leaves the list (so the list only gets shorter).
-PLATFORM_LINES = 500
-PLATFORM_BIG = {
-    # the hash chains checked again: verify(), digests, inclusion proofs, chaining old runs
-    "ledger.rs": "verification, digests and proofs of the hash chains",
-    # the record of refusals: the queue to the worker, the budget's counters, the worker itself
-    "refused.rs": "the record of refusals, from the trigger to the worker that writes it",
-}
-platform = os.path.join(src, "platform")
-for path in rust_files(platform):
-    rel = os.path.relpath(path, platform)
-    n = open(path, encoding="utf-8").read().count("\n")
-    if rel in PLATFORM_BIG:
-        if n <= PLATFORM_LINES:
-            findings.append(f"src/platform/{rel}: {n} lines, under {PLATFORM_LINES}: take it off PLATFORM_BIG")
-    elif n > PLATFORM_LINES:
-        findings.append(f"src/platform/{rel}: {n} lines, over {PLATFORM_LINES}: split it by concern")
-for rel in sorted(PLATFORM_BIG):
-    if not os.path.exists(os.path.join(platform, rel)):
-        findings.append(f"src/platform/{rel} is in PLATFORM_BIG but does not exist")
+# One wall (issue 48): PostgreSQL's C API only in src/pg.
+pg_dir = os.path.join(src, "pg") + os.sep
+for path in rust_files(src):
+    if path.startswith(pg_dir):
+        continue
+    rel = os.path.relpath(path, ROOT)
+    raw = open(path, encoding="utf-8").read().split("\n")
+    code = strip_comments("\n".join(raw)).split("\n")
+    # (strip_comments keeps line breaks of // comments; a /* */ block may shift lines, which
+    # the code has none of)
+    in_trait_impl = trait_impl_lines(raw)
+    for i, line in enumerate(code):
+        if re.search(r"\bpg_sys\b", line):
+            findings.append(f"{rel}:{i + 1}: pg_sys outside src/pg: reach PostgreSQL through a safe function of crate::pg (names: crate::pg::sys)")
+        if rel == os.path.join("src", "lib.rs") and re.match(r'pub extern "C-unwind" fn _PG_init\(\)', line):
+            continue  # the library's entry point, called by name, in the crate's root
+        if re.search(r"\bextern\s+(\"[^\"]*\"\s*)?(\{|fn\b|crate\b)", line) or re.search(r"\bextern\s*\"", line):
+            findings.append(f"{rel}:{i + 1}: extern outside src/pg: PostgreSQL's C API is reached through crate::pg")
+        if re.search(r"\bunsafe\b", line):
+            if re.match(r"\s*(pub(\([a-z]+\))? )?unsafe fn ", line) and i in in_trait_impl:
+                continue  # a trait's method: the trait documents it, its body says why
+            near = raw[max(0, i - 3) : i + 1]
+            if not any("SAFETY:" in n or "# Safety" in n for n in near):
+                findings.append(f"{rel}:{i + 1}: unsafe outside src/pg without a SAFETY: comment naming why")
+
+# Rooms by concern (issues 34, 48): no Rust file over ROOM_LINES lines, tests aside; no list of
+# exceptions.
+ROOM_LINES = 500
+for base in ("src", os.path.join("core", "src"), os.path.join("client", "src"), os.path.join("verify", "src")):
+    for path in rust_files(os.path.join(ROOT, base)):
+        rel = os.path.relpath(path, ROOT)
+        if os.path.basename(path) == "tests.rs" or os.sep + "tests" + os.sep in rel:
+            continue
+        n = open(path, encoding="utf-8").read().count("\n")
+        if n > ROOM_LINES:
+            findings.append(f"{rel}: {n} lines, over {ROOM_LINES}: split it by concern")
 
 if findings:
     print("\n".join(findings))

@@ -8,8 +8,8 @@ use crate::pg::error::Result;
 use crate::pg::fmgr::external_id;
 use crate::pg::heap::{Found, Table, Tid};
 use crate::pg::local::{BackendLocal, Recent};
+use crate::pg::sys::Oid;
 use pg_labels_core::LabelSet as LabelSetCol;
-use pgrx::pg_sys::{self, Oid};
 use std::rc::Rc;
 
 /// Decoded labels of runs that keep them out of line: ((TOAST relation, value id), run, scope).
@@ -38,17 +38,16 @@ pub(super) fn fetch_run<T>(
         p.places.get(run).copied()
     });
     // the version of the run this transaction wrote last, if it wrote one
-    // SAFETY: reads the backend's transaction state.
-    let xid = unsafe { pg_sys::GetTopTransactionIdIfAny() };
+    let xid = crate::pg::xact::top_xid();
     let written = WRITTEN.with(|w| {
-        (xid != pg_sys::InvalidTransactionId && w.xid == xid && w.table == rel.oid())
+        (xid != crate::pg::sys::InvalidTransactionId && w.xid == xid && w.table == rel.oid())
             .then(|| w.places.get(run).copied())
             .flatten()
     });
     let result = rel.probe_hinted(
         pkey,
         run.datum(),
-        pg_sys::F_UUID_EQ,
+        crate::pg::sys::funcs::F_UUID_EQ,
         written,
         &mut hint,
         |found| Ok(found.get::<Uuid>(c_id)?.as_ref() == Some(run)),
@@ -73,12 +72,12 @@ static RUN_PLACES: BackendLocal<RunPlaces> = BackendLocal::new(RunPlaces {
 });
 /// The versions of runs this transaction wrote last (see [`super::LockedRun::advance`]).
 struct Written {
-    xid: pg_sys::TransactionId,
+    xid: crate::pg::sys::TransactionId,
     table: Oid,
     places: Recent<Uuid, Tid>,
 }
 static WRITTEN: BackendLocal<Written> = BackendLocal::new(Written {
-    xid: pg_sys::InvalidTransactionId,
+    xid: crate::pg::sys::InvalidTransactionId,
     table: Oid::INVALID,
     places: Recent::new(RUN_PLACES_KEPT),
 });
@@ -138,8 +137,7 @@ pub(super) fn labels(
 /// this transaction left behind.
 #[inline]
 pub(super) fn wrote(table: Oid, run: &Uuid, place: Tid) {
-    // SAFETY: reads the backend's transaction state.
-    let xid = unsafe { pg_sys::GetTopTransactionIdIfAny() };
+    let xid = crate::pg::xact::top_xid();
     WRITTEN.with(|w| {
         if w.xid != xid || w.table != table {
             w.xid = xid;

@@ -5,10 +5,10 @@
 use super::{ChainState, LockedRun, RunLabels, RUN_LOCKS};
 use crate::pg::datum::Uuid;
 use crate::pg::local::{BackendLocal, IdMap};
+use crate::pg::sys::Oid;
 use crate::platform::chain_head;
 use crate::platform::relations::RELS;
 use pg_labels_core::chain;
-use pgrx::pg_sys::{self, Oid};
 use std::rc::Rc;
 
 /// What this transaction knows of the runs it locked, as its own steps left them: a run's
@@ -103,7 +103,10 @@ pub(super) fn kept_run(namespace: Oid, run: &Uuid) -> Option<LockedRun> {
             (k.pkey, k.columns, k.chain_columns),
         ))
     })?;
-    if !crate::pg::compat::relation_locked_by_me(rels.runs, &[pg_sys::RowExclusiveLock]) {
+    if !crate::pg::compat::relation_locked_by_me(
+        rels.runs,
+        &[crate::pg::sys::locks::RowExclusiveLock],
+    ) {
         return None;
     }
     let ((scope, labels, head, slot), (pkey, columns, chain_columns)) = kept;

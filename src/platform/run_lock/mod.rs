@@ -26,6 +26,7 @@ use crate::pg::error::{Error, Result};
 use crate::pg::heap::{Held, RowLock, Table};
 use crate::pg::local::BackendLocal;
 use crate::pg::lock::ObjectLock;
+use crate::pg::sys::{Datum, Oid};
 use crate::pg::trigger::{col, Columns};
 use crate::platform::chain_head::{last_step, unchained};
 use crate::platform::context::on_shard;
@@ -36,7 +37,6 @@ use kept::{keep, kept_run, KeptRun};
 use pg_labels_core::barrier::Summary;
 use pg_labels_core::chain;
 use pg_labels_core::labelset::{self, LabelSet};
-use pgrx::pg_sys::{self, Datum, Oid};
 use std::rc::Rc;
 
 static RUN_COLUMNS: Columns<3> = Columns::new([
@@ -146,7 +146,12 @@ impl LockedRun {
         let table = match &self.table {
             Some(t) => t,
             None => {
-                opened = open(self.namespace, c"runs", pg_sys::RowExclusiveLock)?.0;
+                opened = open(
+                    self.namespace,
+                    c"runs",
+                    crate::pg::sys::locks::RowExclusiveLock,
+                )?
+                .0;
                 if opened.oid() != self.table_oid {
                     return Err(changed_concurrently());
                 }
@@ -239,7 +244,7 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
         }
     }
     // a step may write the run row
-    let (rel, pkey) = open(namespace, c"runs", pg_sys::RowExclusiveLock)?;
+    let (rel, pkey) = open(namespace, c"runs", crate::pg::sys::locks::RowExclusiveLock)?;
     let columns = rel.columns(&RUN_COLUMNS)?;
     let [c_id, c_scope, c_labels] = columns;
     let chain_columns = rel.columns(&CHAIN_COLUMNS).ok();
@@ -256,10 +261,10 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
     let object = ObjectLock::new(run_key(run));
     match how {
         RunLock::Object => {
-            object.acquire(pg_sys::ExclusiveLock)?;
+            object.acquire(crate::pg::sys::locks::ExclusiveLock)?;
             RUN_LOCKS.set(RUN_LOCKS.get() + 1);
         }
-        RunLock::Row => object.acquire(pg_sys::ShareLock)?,
+        RunLock::Row => object.acquire(crate::pg::sys::locks::ShareLock)?,
         RunLock::Shard => {}
     }
     let result = fetch_run(&rel, pkey, c_id, run, |found| {
@@ -308,7 +313,7 @@ fn find_run(namespace: Oid, run: &Uuid, lock: bool) -> Result<Option<LockedRun>>
     })?;
     if let RunLock::Row = how {
         // the row lock holds it now
-        object.release(pg_sys::ShareLock);
+        object.release(crate::pg::sys::locks::ShareLock);
     }
     let Some((scope, labels, mut chain, held, locked)) = result else {
         return Ok(None);

@@ -12,7 +12,6 @@ use crate::platform::refused;
 use pg_labels_core::barrier::{self, Answer, Proposal, Summary, ToolFacts, Verdict};
 use pg_labels_core::crossing::{self, Owned};
 use pg_labels_core::LabelSet;
-use pgrx::pg_sys;
 use std::borrow::Cow;
 
 /// What the core decided of a step, for the write.
@@ -103,7 +102,11 @@ fn judge(step: &Step<'_>, facts: &Facts, summary: &Summary) -> Result<Answer<Ver
                 // committed before counts, also in REPEATABLE READ
                 let rows = FIND_APPROVAL.execute_latest(
                     spi,
-                    &[pg_sys::UUIDOID, pg_sys::TEXTOID, pg_sys::JSONBOID],
+                    &[
+                        crate::pg::sys::types::UUIDOID,
+                        crate::pg::sys::types::TEXTOID,
+                        crate::pg::sys::types::JSONBOID,
+                    ],
                     &[Some(run_id.datum()), tool_d, args.map(|a| a.0)],
                     1,
                 )?;

@@ -5,6 +5,7 @@ use super::release_0_1_0;
 use crate::pg::datum::{Bytea, Jsonb, Timestamp, Uuid};
 use crate::pg::error::{Error, Result};
 use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
+use crate::pg::sys::{Datum, Oid};
 use crate::pg::trigger::{col, Columns, Trigger, Tuple};
 use crate::platform::context::{self, refuse_given, trail_time};
 use crate::platform::run_lock::{self, LockedRun};
@@ -16,7 +17,6 @@ use crate::types::datum::{LabelSetBuf, ScopeBuf};
 use pg_labels_core::refusal;
 use pg_labels_core::step::{self, Column, Kind};
 use pg_labels_core::LabelSet;
-use pgrx::pg_sys::{self, Datum, Oid};
 use std::ops::ControlFlow;
 
 static COLUMNS: Columns<17> = Columns::new([
@@ -346,12 +346,15 @@ impl Facts {
 }
 
 /// Has the request been decided already (as committed now)? Called under the run's lock.
-fn decided(owner: pg_sys::Oid, run: &Uuid, request: i64) -> Result<bool> {
+fn decided(owner: crate::pg::sys::Oid, run: &Uuid, request: i64) -> Result<bool> {
     as_owner(owner, || {
         with_spi(|spi| {
             let rows = DECIDED.execute_latest(
                 spi,
-                &[pg_sys::UUIDOID, pg_sys::INT8OID],
+                &[
+                    crate::pg::sys::types::UUIDOID,
+                    crate::pg::sys::types::INT8OID,
+                ],
                 &[Some(run.datum()), Some(Datum::from(request))],
                 1,
             )?;

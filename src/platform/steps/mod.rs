@@ -25,13 +25,13 @@ mod write;
 
 use crate::pg::error::Result;
 use crate::pg::fmgr::{ret_bool, Call};
+use crate::pg::sys::Datum;
 use crate::pg::trigger::{Op, Spec, Timing, Trigger};
 use crate::platform::context;
 use crate::platform::run_lock;
 use crate::sql_function;
 use gather::{Facts, Step};
 use pg_labels_core::step;
-use pgrx::pg_sys::Datum;
 use std::ops::ControlFlow;
 
 const SPEC: Spec = Spec {

@@ -17,7 +17,6 @@ use crate::pg::error::Result;
 use crate::pg::spi::{as_owner, with_spi, SavedPlan};
 use crate::pg::trigger::Tuple;
 use crate::types::datum::labelset_datum;
-use pgrx::pg_sys;
 
 static GROW_LABELS: SavedPlan =
     SavedPlan::new(c"UPDATE pg_labels.runs SET labels = $2 WHERE id = $1");
@@ -33,7 +32,7 @@ pub(super) fn identity_ids(row: &Tuple<'_>, c_id: i32) -> bool {
 /// with an `UPDATE` as the tables' owner. (`c_labels`: the step's labels column, whose type is
 /// the extension's `labelset`.)
 pub(super) fn grow_labels(
-    owner: pg_sys::Oid,
+    owner: crate::pg::sys::Oid,
     run_id: &Uuid,
     row: &Tuple<'_>,
     c_labels: i32,
@@ -44,7 +43,7 @@ pub(super) fn grow_labels(
             GROW_LABELS
                 .execute(
                     spi,
-                    &[pg_sys::UUIDOID, row.type_of(c_labels)],
+                    &[crate::pg::sys::types::UUIDOID, row.type_of(c_labels)],
                     &[Some(run_id.datum()), Some(labelset_datum(carried)?)],
                     false,
                     0,

@@ -8,6 +8,7 @@ use super::{release_0_1_0, Attempt};
 use crate::pg::datum::{bytea_datum, Jsonb, Timestamp, Uuid};
 use crate::pg::error::Result;
 use crate::pg::spi::{as_owner, with_spi, SavedPlan};
+use crate::pg::sys::Datum;
 use crate::platform::ids;
 use crate::platform::run_lock::{ChainState, LockedRun};
 use crate::types::datum::{labelset_datum, scope_datum};
@@ -15,7 +16,6 @@ use pg_labels_core::chain;
 use pg_labels_core::refusal;
 use pg_labels_core::step;
 use pg_labels_core::LabelSet;
-use pgrx::pg_sys::{self, Datum};
 use std::borrow::Cow;
 
 /// Write the step: the row to return, or [`Attempt::Again`] when the run, read without its
@@ -170,7 +170,9 @@ fn link(
         match changes.iter().find(|(c2, _)| *c2 == col) {
             // SAFETY: the trigger's own text datums, made above.
             Some((_, Some(d))) => unsafe {
-                crate::pg::datum::read::<&str>(Some(*d), pg_sys::TEXTOID, || String::new())
+                crate::pg::datum::read::<&str>(Some(*d), crate::pg::sys::types::TEXTOID, || {
+                    String::new()
+                })
             },
             Some((_, None)) => Ok(None),
             None => row.get::<&str>(col),
@@ -245,13 +247,16 @@ fn link(
 
 /// The time of the run's last step in a partition of the ring (with the latest snapshot: under
 /// the run's lock, the steps of transactions that committed before it was granted count).
-fn last_step_time(owner: pg_sys::Oid, run: &Uuid, slot: i16) -> Result<Option<Timestamp>> {
+fn last_step_time(owner: crate::pg::sys::Oid, run: &Uuid, slot: i16) -> Result<Option<Timestamp>> {
     as_owner(owner, || {
         with_spi(|spi| {
             LAST_STEP_TIME
                 .execute_latest(
                     spi,
-                    &[pg_sys::UUIDOID, pg_sys::INT2OID],
+                    &[
+                        crate::pg::sys::types::UUIDOID,
+                        crate::pg::sys::types::INT2OID,
+                    ],
                     &[Some(run.datum()), Some(Datum::from(slot))],
                     1,
                 )?

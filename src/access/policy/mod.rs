@@ -19,19 +19,26 @@ use crate::pg::citus;
 use crate::pg::datum::Name;
 use crate::pg::error::{Error, Result};
 use crate::pg::executor::{in_parallel_worker, is_partition, namespace_of};
-use crate::pg::fmgr::{external_id, ret_bool, Call};
+use crate::pg::fmgr::{ret_bool, Call};
 use crate::pg::heap::{active_head, active_view, is_active_view, View};
 use crate::pg::local::{BackendLocal, IdMap, Scoped};
 use crate::pg::spi::{
     bypasses_rls, current_user, is_member, may_insert, role_oid, with_spi, SavedPlan,
 };
+use crate::pg::sys::Oid;
 use crate::pg::trigger::platform_schema;
 use crate::platform::grants::Reach;
 use crate::platform::relations::relation;
 use crate::sql_function;
 use crate::types::datum::TypeArgs;
-use pgrx::pg_sys::{self, Oid};
 use std::rc::Rc;
+
+mod rows;
+mod settle;
+
+use rows::*;
+pub use settle::settle;
+use settle::*;
 
 #[derive(Default)]
 struct State {
@@ -137,278 +144,6 @@ pub(super) fn forget(rolled_back: bool) {
 
 /// A view no query's start has: what is kept under it is found again at the next one.
 const STALE: (u64, Option<[u64; 3]>) = (0, None);
-
-/// While [`settle`] runs (its own statements start executors too).
-static SETTLING: Scoped<()> = Scoped::new();
-
-/// At the start of each query's execution (`pg::executor`), before any row: the scope in force
-/// (a session scope's grant checked again, once per transaction; the scope a Citus node is
-/// carried), and, for each platform table the query reads, whether the current role writes it
-/// and, for `grants`, which of its roles the current role is a member of.
-pub fn settle(relations: &[Oid]) -> Result<()> {
-    if in_parallel_worker() || SETTLING.current().is_some() {
-        return Ok(());
-    }
-    let Some(ns) = platform_schema() else {
-        return Ok(());
-    };
-    let _settling = SETTLING.enter(());
-    settle_scope()?;
-    let generation = crate::pg::inval::generation();
-    let tables = policy_tables(ns, generation, relations);
-    if tables.is_empty() {
-        return Ok(());
-    }
-    let view = (generation, active_head());
-    let (xact, role) = (xact(), current_user());
-    let (crossings, grants) = state(|s| {
-        s.known
-            .as_ref()
-            .map_or((Oid::INVALID, Oid::INVALID), |k| (k.crossings, k.grants))
-    });
-    for &table in &tables {
-        let current = state(|s| {
-            s.writes
-                .iter()
-                .any(|w| w.xact == xact && w.role == role && w.table == table && w.view == view)
-        });
-        // (a role that bypasses row-level security meets no policy)
-        if !current && !bypasses(generation, role) {
-            let writes = if table == crossings {
-                may_write_crossings(ns)?
-            } else {
-                may_insert(table)
-            };
-            keep_writes(xact, role, table, view, writes);
-        }
-    }
-    // where the role writes, found now (a grant read for a row would tell which rows)
-    let writes_any = state(|s| {
-        s.writes
-            .iter()
-            .any(|w| w.xact == xact && w.role == role && w.writes && tables.contains(&w.table))
-    });
-    // (on a Citus node, where the writers' clause is acts_in(), read for every query that
-    // reads a platform table: a shard's query is not known as its table's)
-    if writes_any || citus::loaded() {
-        let reach = crate::platform::grants::reach(role)?;
-        state(|s| s.reach = Some((xact, role, reach)));
-    }
-    if tables.contains(&grants) && !bypasses(generation, role) {
-        settle_members(xact, role, view)?;
-    }
-    Ok(())
-}
-
-/// Does `role` bypass row-level security (kept while no invalidation arrived: a role's
-/// attributes are among what [`crate::pg::inval`] counts)?
-fn bypasses(generation: u64, role: Oid) -> bool {
-    let kept = state(|s| {
-        s.known
-            .as_ref()
-            .filter(|k| k.generation == generation)
-            .and_then(|k| k.bypass.iter().find(|b| b.0 == role).map(|b| b.1))
-    });
-    if let Some(b) = kept {
-        return b;
-    }
-    let b = bypasses_rls();
-    state(|s| {
-        if let Some(k) = s.known.as_mut().filter(|k| k.generation == generation) {
-            if k.bypass.len() < KNOWN_RELATIONS {
-                k.bypass.push((role, b));
-            }
-        }
-    });
-    b
-}
-
-/// The platform's tables with policies of their own, as this backend knows them while no
-/// invalidation arrived: the trail (its partitions are read under its policy), crossings and
-/// grants (whose policies differ), and which relations of recent plans are which.
-#[derive(Clone, Default)]
-struct Known {
-    generation: u64,
-    steps: Oid,
-    crossings: Oid,
-    grants: Oid,
-    /// (relation, the platform table whose policy it is read under, or INVALID)
-    relations: Vec<(Oid, Oid)>,
-    /// (role, whether it bypasses row-level security)
-    bypass: Vec<(Oid, bool)>,
-}
-
-/// How many relations [`Known`] keeps.
-const KNOWN_RELATIONS: usize = 64;
-
-/// The platform tables (by their policies) a plan's relations are read under.
-fn policy_tables(ns: Oid, generation: u64, relations: &[Oid]) -> Vec<Oid> {
-    state(|s| {
-        let k = match &mut s.known {
-            Some(k) if k.generation == generation => k,
-            other => other.insert(Known {
-                generation,
-                steps: relation(ns, c"steps"),
-                crossings: relation(ns, c"crossings"),
-                grants: relation(ns, c"grants"),
-                relations: Vec::new(),
-                bypass: Vec::new(),
-            }),
-        };
-        let mut tables: Vec<Oid> = Vec::new();
-        for &rel in relations {
-            let table = match k.relations.iter().find(|(r, _)| *r == rel) {
-                Some(&(_, t)) => t,
-                None => {
-                    let t = if namespace_of(rel) != ns {
-                        Oid::INVALID
-                    } else if is_partition(rel) {
-                        k.steps
-                    } else {
-                        rel
-                    };
-                    if k.relations.len() >= KNOWN_RELATIONS {
-                        k.relations.clear();
-                    }
-                    k.relations.push((rel, t));
-                    t
-                }
-            };
-            if table != Oid::INVALID && !tables.contains(&table) {
-                tables.push(table);
-            }
-        }
-        tables
-    })
-}
-
-fn keep_writes(xact: u64, role: Oid, table: Oid, view: (u64, Option<[u64; 3]>), writes: bool) {
-    state(|s| {
-        s.writes.retain(|w| w.xact == xact);
-        if let Some(w) = s
-            .writes
-            .iter_mut()
-            .find(|w| w.role == role && w.table == table)
-        {
-            w.view = view;
-            w.writes = writes;
-        } else if s.writes.len() < WRITES_KEPT {
-            s.writes.push(Writes {
-                xact,
-                role,
-                table,
-                view,
-                writes,
-            });
-        }
-    });
-}
-
-/// May the current role write `pg_labels.crossings` (through its functions)?
-static CROSSING_WRITER: SavedPlan = SavedPlan::new(
-    c"SELECT coalesce(bool_or(pg_catalog.has_function_privilege(p.oid, 'EXECUTE')), false)
-        FROM pg_catalog.pg_proc p
-       WHERE p.pronamespace = $1 AND p.proname IN ('authorize_crossing', 'revoke_crossing')",
-);
-
-fn may_write_crossings(ns: Oid) -> Result<bool> {
-    with_spi(|spi| {
-        CROSSING_WRITER
-            .execute(
-                spi,
-                &[pg_sys::OIDOID],
-                &[Some(pg_sys::Datum::from(ns))],
-                true,
-                1,
-            )?
-            .must::<bool>(0, 1)
-    })
-}
-
-/// The roles `pg_labels.grants` names (read as the tables' owner: every row, whatever the
-/// caller may see).
-static GRANTED_ROLES: SavedPlan = SavedPlan::new(c"SELECT DISTINCT role FROM pg_labels.grants");
-
-fn settle_members(xact: u64, role: Oid, view: (u64, Option<[u64; 3]>)) -> Result<()> {
-    let current = state(|s| {
-        s.members
-            .as_ref()
-            .is_some_and(|m| m.xact == xact && m.role == role && m.view == view)
-    });
-    if current {
-        return Ok(());
-    }
-    let owner = crate::platform::relations::platform_owner()?;
-    let names: Vec<String> = crate::pg::spi::as_owner(owner, || {
-        with_spi(|spi| {
-            let rows = GRANTED_ROLES.execute(spi, &[], &[], true, 0)?;
-            let mut names = Vec::new();
-            for i in 0..rows.len() {
-                if let Some(n) = rows.get::<Name>(i, 1)? {
-                    names.push(n.0);
-                }
-            }
-            Ok(names)
-        })
-    })?;
-    let names = names
-        .into_iter()
-        .map(|n| {
-            let member = role_oid(&n).is_some_and(|r| is_member(role, r));
-            (n, member)
-        })
-        .collect();
-    state(|s| {
-        s.members = Some(Members {
-            xact,
-            role,
-            view,
-            names,
-        })
-    });
-    Ok(())
-}
-
-/// Does the current role write `tab` (see [`Writes`])? Fixed when the query started; found now
-/// only where no query's start did (a direct call).
-fn writes(tab: Oid) -> Result<bool> {
-    let (xact, role) = (xact(), current_user());
-    let kept = state(|s| {
-        s.writes
-            .iter()
-            .find(|w| w.xact == xact && w.role == role && w.table == tab)
-            .map(|w| w.writes)
-    });
-    if let Some(w) = kept {
-        return Ok(w);
-    }
-    let ns = platform_schema().unwrap_or(Oid::INVALID);
-    let writes = if ns != Oid::INVALID && tab == relation(ns, c"crossings") {
-        may_write_crossings(ns)?
-    } else {
-        may_insert(tab)
-    };
-    keep_writes(
-        xact,
-        role,
-        tab,
-        (crate::pg::inval::generation(), active_head()),
-        writes,
-    );
-    Ok(writes)
-}
-
-/// Does the scope in force reach `needed`? `None`: no scope is in force for the current role.
-fn reaches(needed: &[u8]) -> Result<Option<bool>> {
-    let user = current_user();
-    let kept = in_force(user, |scope| {
-        scope.map(|(_, scope)| pg_labels_core::scope::reaches(scope, needed))
-    });
-    match kept {
-        Some(answer) => Ok(Some(answer)),
-        None => Ok(effective()?.map(|scope| pg_labels_core::scope::reaches(&scope, needed))),
-    }
-}
 
 sql_function! {
     /// `pg_labels.readable_in(tab regclass, scope scope) → boolean`: a row of `tab` that can be
@@ -581,8 +316,7 @@ fn effective_in_force() -> Result<bool> {
 /// `visible()` of the labelset in argument `n` when the state alone tells it: the labelset is
 /// stored inline and a scope is in force for the current role; `None` otherwise.
 fn answer_in_force(call: &Call<'_>, n: usize) -> Result<Option<bool>> {
-    // SAFETY: the argument is a varlena (a labelset: the functions are STRICT and declared so).
-    if unsafe { external_id(call.datum(n).cast_mut_ptr()) }.is_some() {
+    if call.external_id(n).is_some() {
         return Ok(None);
     }
     let labels = call.labelset(n)?;
@@ -600,8 +334,7 @@ fn visible_at(call: &Call<'_>, n: usize) -> Result<bool> {
     let Some(scope) = effective()? else {
         return Ok(false);
     };
-    // SAFETY: the argument is a varlena (a labelset: the function is STRICT and declared so).
-    let stored = unsafe { external_id(call.datum(n).cast_mut_ptr()) };
+    let stored = call.external_id(n);
     let xact = xact();
     if let Some(v) = stored {
         let kept = state(|s| {
@@ -633,94 +366,4 @@ fn visible_at(call: &Call<'_>, n: usize) -> Result<bool> {
         });
     }
     Ok(answer)
-}
-
-/// [`pgl_run_visible`], [`pgl_artifact_visible`]: the row of `table` with the id in argument 1,
-/// read next to the relation in argument 0, is one the caller may see.
-fn row_visible(call: &Call<'_>, table: &'static str) -> Result<pg_sys::Datum> {
-    if call.is_null(0) || call.is_null(1) {
-        return ret_bool(false);
-    }
-    let rel = Oid::from(call.datum(0).value() as u32);
-    let id = crate::pg::datum::uuid_arg(call, 1);
-    ret_bool(row_visible_for(rel, table, id)?)
-}
-
-/// [`row_visible`] of the row of `table` with id `id`, read next to `rel`.
-fn row_visible_for(rel: Oid, table: &'static str, id: crate::pg::datum::Uuid) -> Result<bool> {
-    let Some(namespace) = platform_schema() else {
-        return Ok(false);
-    };
-    let key = (rel, table, id.0);
-    let user = current_user();
-    let view = in_force(user, |s| s.map(|(stamp, _)| (xact(), user, stamp)));
-    let mut current = false;
-    if let Some(view) = view {
-        let kept = state(|s| {
-            let seen = s
-                .seen
-                .as_ref()
-                .filter(|seen| seen.view == view && is_active_view(&seen.snapshot))?;
-            current = true;
-            seen.answers.get(&key).copied()
-        });
-        if let Some(answer) = kept {
-            return Ok(answer);
-        }
-    }
-    let scope = effective()?;
-    let answer = row_visible_now(namespace, rel, table, &id, scope.as_deref())?;
-    if let Some(view) = view {
-        state(|s| {
-            let seen = match &mut s.seen {
-                Some(seen) if current && seen.answers.len() < SEEN_KEPT => seen,
-                other => {
-                    let Some(snapshot) = active_view() else {
-                        return;
-                    };
-                    other.insert(Seen {
-                        view,
-                        snapshot,
-                        answers: IdMap::default(),
-                    })
-                }
-            };
-            seen.answers.insert(key, answer);
-        });
-    }
-    Ok(answer)
-}
-
-/// [`row_visible`] read from the table: a writer of `table` sees every row, others a row whose
-/// labels the entered scope can carry.
-fn row_visible_now(
-    namespace: Oid,
-    rel: Oid,
-    table: &'static str,
-    id: &crate::pg::datum::Uuid,
-    scope: Option<&[u8]>,
-) -> Result<bool> {
-    let relid = crate::platform::relations::relation_named(namespace, table);
-    if may_insert(relid) {
-        return Ok(true);
-    }
-    let Some(scope) = scope else {
-        return Ok(false);
-    };
-    // as the subquery on the table it reads would: a role that may not read it gets an error
-    if !crate::pg::spi::may_select(relid) {
-        return Err(Error::new(
-            crate::pg::error::INSUFFICIENT_PRIVILEGE,
-            format!("permission denied for table {table}"),
-        ));
-    }
-    let _place = citus::shard_of_relation(namespace, rel)?.map(|s| citus::SHARD.enter(s));
-    Ok(
-        match crate::platform::relations::labels_of(namespace, table, id)? {
-            Some(body) => pg_labels_core::LabelSet::from_body(&body)
-                .map_err(|_| Error::corrupt("labels"))?
-                .carried_by(scope),
-            None => false,
-        },
-    )
 }

@@ -1,0 +1,129 @@
+//! Transactions: the end of each transaction and subtransaction told to the modules that asked
+//! (a registry of plain functions behind one pair of PostgreSQL callbacks), and what the
+//! current transaction is (its ids, when it started, whether it is a block).
+
+use pgrx::pg_sys::{self, SubTransactionId, TransactionId};
+use std::cell::RefCell;
+
+/// How a transaction ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    Commit,
+    Abort,
+    Prepare,
+}
+
+/// How a subtransaction ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubEnd {
+    Commit,
+    Abort,
+}
+
+/// Told at the end of a subtransaction: how it ended, its id and its parent's.
+pub type OnSubEnd = fn(SubEnd, SubTransactionId, SubTransactionId);
+
+thread_local! {
+    static ON_END: RefCell<Vec<fn(End)>> = const { RefCell::new(Vec::new()) };
+    static ON_SUB_END: RefCell<Vec<OnSubEnd>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Call `f` at the end of every transaction of this backend (commit, abort or prepare), for as
+/// long as the library is loaded. Functions registered later are called first (as PostgreSQL
+/// calls its own callbacks). `f` must not raise an error: the transaction is over.
+pub fn on_end(f: fn(End)) {
+    ON_END.with(|l| {
+        let mut l = l.borrow_mut();
+        if l.is_empty() {
+            // SAFETY: registers a plain function that lives as long as the library, once.
+            unsafe { pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut()) };
+        }
+        l.push(f);
+    });
+}
+
+/// Call `f` at the end of every subtransaction (released or rolled back), as [`on_end`].
+pub fn on_subtransaction_end(f: OnSubEnd) {
+    ON_SUB_END.with(|l| {
+        let mut l = l.borrow_mut();
+        if l.is_empty() {
+            // SAFETY: as in on_end.
+            unsafe {
+                pg_sys::RegisterSubXactCallback(Some(subxact_callback), std::ptr::null_mut())
+            };
+        }
+        l.push(f);
+    });
+}
+
+/// # Safety
+///
+/// Called by PostgreSQL with a transaction event; calls the registered functions.
+unsafe extern "C-unwind" fn xact_callback(
+    event: pg_sys::XactEvent::Type,
+    _: *mut std::ffi::c_void,
+) {
+    let end = match event {
+        pg_sys::XactEvent::XACT_EVENT_COMMIT => End::Commit,
+        pg_sys::XactEvent::XACT_EVENT_ABORT => End::Abort,
+        pg_sys::XactEvent::XACT_EVENT_PREPARE => End::Prepare,
+        _ => return,
+    };
+    // (one at a time: the list is not borrowed while a function runs)
+    let n = ON_END.with(|l| l.borrow().len());
+    for i in (0..n).rev() {
+        let f = ON_END.with(|l| l.borrow()[i]);
+        f(end);
+    }
+}
+
+/// # Safety
+///
+/// Called by PostgreSQL with a subtransaction event; calls the registered functions.
+unsafe extern "C-unwind" fn subxact_callback(
+    event: pg_sys::SubXactEvent::Type,
+    my: SubTransactionId,
+    parent: SubTransactionId,
+    _: *mut std::ffi::c_void,
+) {
+    let end = match event {
+        pg_sys::SubXactEvent::SUBXACT_EVENT_COMMIT_SUB => SubEnd::Commit,
+        pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB => SubEnd::Abort,
+        _ => return,
+    };
+    let n = ON_SUB_END.with(|l| l.borrow().len());
+    for i in (0..n).rev() {
+        let f = ON_SUB_END.with(|l| l.borrow()[i]);
+        f(end, my, parent);
+    }
+}
+
+/// The top transaction's id, if it has one yet (`InvalidTransactionId` otherwise).
+pub fn top_xid() -> TransactionId {
+    // SAFETY: reads the transaction state.
+    unsafe { pg_sys::GetTopTransactionIdIfAny() }
+}
+
+/// The top transaction's full id (epoch and id), 0 if it has none yet.
+pub fn top_full_xid() -> u64 {
+    // SAFETY: reads the transaction state.
+    unsafe { pg_sys::GetTopFullTransactionIdIfAny().value }
+}
+
+/// The id of the current subtransaction.
+pub fn subtransaction() -> SubTransactionId {
+    // SAFETY: reads the transaction state.
+    unsafe { pg_sys::GetCurrentSubTransactionId() }
+}
+
+/// Is the session inside a transaction block (`BEGIN` ... `COMMIT`)?
+pub fn in_block() -> bool {
+    // SAFETY: reads the transaction state.
+    unsafe { pg_sys::IsTransactionBlock() }
+}
+
+/// When the current transaction started (`now()`), in PostgreSQL's microseconds.
+pub fn start_timestamp() -> i64 {
+    // SAFETY: reads the transaction state.
+    unsafe { pg_sys::GetCurrentTransactionStartTimestamp() }
+}
