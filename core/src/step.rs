@@ -222,64 +222,7 @@ pub fn check(kind: Kind, given: impl Fn(Column) -> bool) -> Result<(), ShapeErro
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kinds_round_trip() {
-        for k in Kind::ALL {
-            assert_eq!(Kind::parse(k.name()), Some(k));
-        }
-        assert_eq!(Kind::parse("tool_call"), None);
-    }
-
-    #[test]
-    fn decisions() {
-        use crate::rules::Decision;
-        for d in [Decision::Allow, Decision::Ask, Decision::Block] {
-            assert!(is_decision(d.name()));
-        }
-        assert!(is_decision("granted") && is_decision("denied"));
-        assert!(!is_decision("Allow") && !is_decision("") && !is_decision("allowed"));
-    }
-
-    #[test]
-    fn shapes() {
-        let only = |cols: &'static [Column]| move |c: Column| cols.contains(&c);
-        assert!(check(Kind::Input, only(&[])).is_ok());
-        assert!(check(Kind::ToolCalled, only(&[Column::Tool, Column::Args])).is_ok());
-        // a tool call names no artifact, origin or digest; its decision is the database's
-        let e = check(Kind::ToolCalled, only(&[Column::Tool, Column::OriginRun])).unwrap_err();
-        assert_eq!((e.column, e.fill), (Column::OriginRun, Fill::Never));
-        assert_eq!(
-            e.to_string(),
-            "a tool_called step does not carry origin_run"
-        );
-        let e = check(Kind::GateDecided, only(&[Column::Decision])).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "decision of a gate_decided step is written by the database"
-        );
-        // a context read names its artifact, and may state origin and digest (checked)
-        let e = check(Kind::ContextRead, only(&[])).unwrap_err();
-        assert_eq!(e.to_string(), "a context_read step needs artifact_id");
-        assert!(check(
-            Kind::ContextRead,
-            only(&[Column::ArtifactId, Column::Digest, Column::OriginRun])
-        )
-        .is_ok());
-        assert!(check(Kind::Input, only(&[Column::ArtifactId])).is_err());
-        assert!(check(Kind::Planned, only(&[Column::RequestId])).is_err());
-        // every kind refuses every database column from a writer
-        for k in Kind::ALL {
-            for c in Column::ALL {
-                if fill(k, c) == Fill::Database {
-                    assert!(check(k, |x| x == c || fill(k, x) == Fill::Required).is_err());
-                }
-            }
-        }
-    }
-}
+mod tests;
 
 /// Months in the trail's ring of partitions (`steps.slot`).
 pub const RING_MONTHS: i64 = 24;
@@ -308,21 +251,4 @@ pub fn year_month(micros: i64) -> (i64, i64) {
 }
 
 #[cfg(test)]
-mod ring_tests {
-    use super::*;
-
-    #[test]
-    fn slots() {
-        const DAY: i64 = 86_400_000_000;
-        assert_eq!(year_month(0), (2000, 1));
-        assert_eq!(year_month(31 * DAY - 1), (2000, 1));
-        assert_eq!(year_month(31 * DAY), (2000, 2));
-        assert_eq!(year_month(-1), (1999, 12));
-        // 2026-12-03: 9833 days after 2000-01-01
-        assert_eq!(year_month(9833 * DAY), (2026, 12));
-        assert_eq!(trail_slot(9833 * DAY), ((2026 * 12 + 11) % 24) as i16);
-        // 2000-01 is slot (2000 * 12) % 24 = 0, and slots cycle every 24 months
-        assert_eq!(trail_slot(0), 0);
-        assert_eq!(trail_slot(31 * DAY), 1);
-    }
-}
+mod ring_tests;
