@@ -22,7 +22,8 @@
   and values with %L, and every %s says what it puts there (a comment `-- %s: ...` on its line
   or just above);
 - rooms by concern: no Rust file of the extension, the core, the client or the verifier over
-  500 lines, tests aside (a `tests.rs`, a file under `tests/`), and no list of exceptions.
+  500 lines, tests aside (a `tests.rs`, a file under `tests/`), and no list of exceptions;
+  core's tests in files of their own beside their modules.
 
 Exit status 1 with the findings when something does not hold.
 """
@@ -292,13 +293,22 @@ for path in rust_files(src):
             if not any("SAFETY:" in n or "# Safety" in n for n in near):
                 findings.append(f"{rel}:{i + 1}: unsafe outside src/pg without a SAFETY: comment naming why")
 
+# Core's tests beside their modules, in files of their own (`#[cfg(test)] mod tests;`), not
+# inline in the module they test.
+for path in rust_files(core):
+    if os.path.basename(path).endswith("tests.rs"):
+        continue
+    for i, line in enumerate(open(path, encoding="utf-8").read().split("\n")):
+        if re.match(r"\s*(pub(\([a-z]+\))? )?mod [a-z_]*tests?\s*\{", line):
+            findings.append(f"{os.path.relpath(path, ROOT)}:{i + 1}: inline test module: put it in a file of its own beside the module")
+
 # Rooms by concern (issues 34, 48): no Rust file over ROOM_LINES lines, tests aside; no list of
 # exceptions.
 ROOM_LINES = 500
 for base in ("src", os.path.join("core", "src"), os.path.join("client", "src"), os.path.join("verify", "src")):
     for path in rust_files(os.path.join(ROOT, base)):
         rel = os.path.relpath(path, ROOT)
-        if os.path.basename(path) == "tests.rs" or os.sep + "tests" + os.sep in rel:
+        if os.path.basename(path).endswith("tests.rs") or os.sep + "tests" + os.sep in rel:
             continue
         n = open(path, encoding="utf-8").read().count("\n")
         if n > ROOM_LINES:
