@@ -18,8 +18,8 @@ pub use paged::{PageHint, Paged};
 pub use row::{Found, Held, RowLock};
 pub use view::{active_head, active_view, is_active_view, View};
 
+use crate::pg::columns::Columns;
 use crate::pg::error::Result;
-use crate::pg::trigger::Columns;
 use pgrx::pg_sys::{self, Datum, Oid};
 use std::ffi::CStr;
 

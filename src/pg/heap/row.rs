@@ -42,7 +42,7 @@ impl Found<'_> {
     }
 
     /// The raw datum of column `col` (for a value checked to be of a varlena type by the
-    /// caller's [`Columns`](crate::pg::trigger::Columns)), read without detoasting.
+    /// caller's [`Columns`](crate::pg::columns::Columns)), read without detoasting.
     pub fn raw(&self, col: i32) -> Option<Datum> {
         // SAFETY: as in get.
         unsafe {
@@ -189,7 +189,7 @@ impl Table {
         // made and freed here.
         unsafe {
             let desc = (*self.rel).rd_att;
-            let new = crate::pg::trigger::modify_tuple(held.tuple, desc, changes);
+            let new = crate::pg::tuple::modify_tuple(held.tuple, desc, changes);
             let mut otid = (*held.tuple).t_self;
             let mut tmfd = pg_sys::TM_FailureData::default();
             let (rel, otid_ptr, tmfd_ptr) = (
