@@ -18,6 +18,7 @@ pub mod heap;
 pub mod inval;
 pub mod local;
 pub mod lock;
+pub mod role;
 pub mod spi;
 pub mod sql;
 pub mod srf;
