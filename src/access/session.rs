@@ -14,7 +14,8 @@
 use crate::pg::citus;
 use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
 use crate::pg::local::BackendLocal;
-use crate::pg::spi::{as_owner, current_user, current_user_name, with_spi, SavedPlan};
+use crate::pg::role::{as_owner, current_user, current_user_name};
+use crate::pg::spi::{with_spi, SavedPlan};
 use crate::pg::sys::{Oid, SubTransactionId};
 use crate::pg::trigger::platform_schema;
 use crate::pg::xact::{End, SubEnd};
@@ -205,7 +206,7 @@ fn carry_key() -> Result<Option<Vec<u8>>> {
 /// from its caller (on one node the entered scope is the caller's, so none is in force there
 /// either).
 fn carried() -> Result<Option<Vec<u8>>> {
-    if !citus::internal_backend() || !crate::pg::spi::acting_as_session_user() {
+    if !citus::internal_backend() || !crate::pg::role::acting_as_session_user() {
         return Ok(None);
     }
     let Some(text) = citus::setting(CARRIED).filter(|t| !t.is_empty()) else {

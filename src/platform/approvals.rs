@@ -8,9 +8,8 @@
 use crate::pg::datum::{text_datum, Jsonb, Uuid};
 use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
 use crate::pg::fmgr::Call;
-use crate::pg::spi::{
-    as_owner, current_user, current_user_name, is_member, role_oid, with_spi, SavedPlan,
-};
+use crate::pg::role::{as_owner, current_user, current_user_name, is_member, role_oid};
+use crate::pg::spi::{with_spi, SavedPlan};
 use crate::pg::sys::Datum;
 use crate::platform::relations::platform_owner;
 use crate::platform::state::DECIDING;

@@ -4,12 +4,13 @@
 //! `run_scope`, its run's, where that differs). A writer makes artifacts only of runs its grants
 //! reach.
 
+use crate::pg::columns::{col, Columns};
 use crate::pg::datum::{text_datum, Timestamp, Uuid};
 use crate::pg::error::{Error, Result};
 use crate::pg::fmgr::Call;
-use crate::pg::spi::current_user_name;
+use crate::pg::role::current_user_name;
 use crate::pg::sys::Datum;
-use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
+use crate::pg::trigger::{Op, Spec, Timing, Trigger};
 use crate::platform::context::{self, refuse_given, trail_time};
 use crate::platform::run_lock;
 use crate::platform::sharing::{RUN_SCOPE_COLUMN, SHARE_CARRIED};

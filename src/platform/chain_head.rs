@@ -7,12 +7,12 @@
 //! transaction that committed, while no relation changed since, is known without reading its
 //! row ([`SEEN_STEPS`]). No SPI on this path.
 
+use crate::pg::columns::{col, Columns};
 use crate::pg::datum::{Bytea, Uuid};
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
 use crate::pg::heap::{PageHint, Paged, Table};
 use crate::pg::local::{BackendLocal, Recent};
 use crate::pg::sys::Oid;
-use crate::pg::trigger::{col, Columns};
 use crate::platform::relations::{missing, relation};
 use pg_labels_core::chain;
 

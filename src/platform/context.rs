@@ -19,7 +19,7 @@ pub fn trail_time() -> Timestamp {
 /// node the statement entered and name that role in the row; a shard's trigger on another node
 /// takes such a row from the owner only.
 pub fn owner_on_shard(owner: Oid) -> bool {
-    on_shard() && crate::pg::spi::current_user() == owner
+    on_shard() && crate::pg::role::current_user() == owner
 }
 
 /// Is the running trigger on a Citus shard? A row's time was then filled where the statement
@@ -44,5 +44,5 @@ pub fn refuse_given(table: &'static str, column: &str, why: &str) -> Error {
 /// gets the full checks, whatever the caller set); and no other role at all: a writer's id,
 /// time, decision or actor is refused as always.
 pub fn restoring() -> bool {
-    !crate::pg::spi::row_security_on() && crate::pg::spi::superuser_session()
+    !crate::pg::role::row_security_on() && crate::pg::role::superuser_session()
 }

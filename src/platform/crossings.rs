@@ -11,12 +11,14 @@
 //! committed before the revocation used it; one that waited for the revocation re-reads the row
 //! and is judged without it.
 
+use crate::pg::columns::{col, Columns};
 use crate::pg::datum::{text_array_datum, text_datum, Timestamp};
 use crate::pg::error::{Error, Result, FEATURE_NOT_SUPPORTED, NULL_VALUE_NOT_ALLOWED};
 use crate::pg::fmgr::Call;
-use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
+use crate::pg::role::{as_owner, current_user_name};
+use crate::pg::spi::{with_spi, SavedPlan};
 use crate::pg::sys::{Datum, Oid};
-use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
+use crate::pg::trigger::{Op, Spec, Timing, Trigger};
 use crate::platform::context;
 use crate::platform::relations::platform_owner;
 use crate::platform::state::{AUTHORIZING, REVOKING};
@@ -226,7 +228,7 @@ fn authorize(call: &Call<'_>) -> Result<Datum> {
     })?;
     let who = current_user_name();
     // a crossing authorizer records crossings only between scopes its grants reach
-    let role = crate::pg::spi::current_user();
+    let role = crate::pg::role::current_user();
     for i in 0..2 {
         let scope = crate::types::datum::TypeArgs::scope(call, i)?;
         if !crate::platform::grants::reaches(role, scope)? {
@@ -269,7 +271,7 @@ fn revoke(call: &Call<'_>) -> Result<Datum> {
     }
     let id = call.i64(0);
     let who = current_user_name();
-    let role = crate::pg::spi::current_user();
+    let role = crate::pg::role::current_user();
     let owner = platform_owner()?;
     as_owner(owner, || {
         with_spi(|spi| {

@@ -17,7 +17,8 @@ use crate::pg::citus;
 use crate::pg::datum::Name;
 use crate::pg::error::Result;
 use crate::pg::local::BackendLocal;
-use crate::pg::spi::{as_owner, is_member, role_oid, with_spi, SavedPlan};
+use crate::pg::role::{as_owner, is_member, role_oid};
+use crate::pg::spi::{with_spi, SavedPlan};
 use crate::pg::sys::Oid;
 use crate::pg::trigger::{platform_schema, Op, Spec, Timing, Trigger};
 use crate::platform::relations::{platform_owner, relation};
@@ -186,7 +187,7 @@ pub fn reaches(role: Oid, target: &[u8]) -> Result<bool> {
 
 /// The role the extension acts for (the caller, inside a function that writes as the owner).
 pub fn acting() -> Oid {
-    crate::pg::spi::acting_for()
+    crate::pg::role::acting_for()
 }
 
 sql_function! {
@@ -198,7 +199,7 @@ sql_function! {
     fn pgl_acts_in(call) {
         use crate::types::datum::TypeArgs;
         let target = call.scope(0)?;
-        crate::pg::fmgr::ret_bool(reaches(crate::pg::spi::current_user(), target)?)
+        crate::pg::fmgr::ret_bool(reaches(crate::pg::role::current_user(), target)?)
     }
 }
 
@@ -233,7 +234,7 @@ sql_function! {
     /// reaches further than its configured scope); a role reads only its own.
     fn pgl_granted_scopes(call) {
         let out = crate::pg::srf::materialize(&call, "pg_labels.granted_scopes()", 1)?;
-        let reach = reach(crate::pg::spi::current_user())?;
+        let reach = reach(crate::pg::role::current_user())?;
         for scope in &reach.granted {
             out.push(&[Some(crate::types::datum::scope_datum(scope)?)]);
         }

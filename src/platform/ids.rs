@@ -48,7 +48,7 @@ fn shard_sequence(namespace: Oid, shard: i64, owner: Oid) -> Result<Oid> {
     }
     let trail = citus::local_name(namespace, shard, "steps")?.ok_or_else(|| missing("steps"))?;
     let trail = relation_named(namespace, &trail);
-    let seq = crate::pg::spi::as_owner(owner, || {
+    let seq = crate::pg::role::as_owner(owner, || {
         crate::pg::spi::with_spi(|spi| {
             let rows = SHARD_SEQUENCE.execute(
                 spi,
@@ -80,7 +80,7 @@ fn node_range(seq: Oid, owner: Oid) -> Result<()> {
     if CHECKED.with(|c| c.contains(&seq)) {
         return Ok(());
     }
-    crate::pg::spi::as_owner(owner, || {
+    crate::pg::role::as_owner(owner, || {
         crate::pg::spi::with_spi(|spi| {
             NODE_RANGE.execute(
                 spi,

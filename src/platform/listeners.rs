@@ -4,7 +4,8 @@
 
 use crate::pg::citus;
 use crate::pg::error::Result;
-use crate::pg::spi::{as_owner, with_spi, SavedPlan};
+use crate::pg::role::as_owner;
+use crate::pg::spi::{with_spi, SavedPlan};
 use crate::pg::trigger::{Op, Spec, Timing, Trigger};
 use crate::platform::grants::{acting, reaches};
 use crate::sql_function;
@@ -18,10 +19,10 @@ const LISTENERS: Spec = Spec {
     ops: &[Op::Insert, Op::Update],
 };
 
-static LISTENER_SCOPE: crate::pg::trigger::Columns<1> =
-    crate::pg::trigger::Columns::new([crate::pg::trigger::col::<ScopeBuf>(c"scope")]);
-static LISTENER_ID: crate::pg::trigger::Columns<1> =
-    crate::pg::trigger::Columns::new([crate::pg::trigger::col::<i64>(c"id")]);
+static LISTENER_SCOPE: crate::pg::columns::Columns<1> =
+    crate::pg::columns::Columns::new([crate::pg::columns::col::<ScopeBuf>(c"scope")]);
+static LISTENER_ID: crate::pg::columns::Columns<1> =
+    crate::pg::columns::Columns::new([crate::pg::columns::col::<i64>(c"id")]);
 
 /// The last id the listeners' identity handed out.
 static LISTENER_LAST_ID: SavedPlan =
@@ -78,7 +79,7 @@ sql_function! {
                 let role = acting();
                 if !reaches(role, &scope.0)? {
                     return Err(pg_labels_core::refusal::act_not_granted(
-                        &crate::pg::spi::role_name(role).unwrap_or_default(),
+                        &crate::pg::role::role_name(role).unwrap_or_default(),
                         "bind a listener",
                         &scope.0,
                     )

@@ -4,12 +4,14 @@
 //! naming the path); the `reversible_write` steps reached by untrusted data are recorded in
 //! `needs_approval`, for analysts and for the approval the gate will ask at run time.
 
+use crate::pg::columns::{col, Columns};
 use crate::pg::datum::{text_datum, Jsonb, Timestamp};
 use crate::pg::error::{Error, Result};
 use crate::pg::fmgr::Call;
-use crate::pg::spi::current_user_name;
+use crate::pg::role::current_user_name;
 use crate::pg::sys::Datum;
-use crate::pg::trigger::{col, not_null, Columns, Op, Spec, Timing, Trigger};
+use crate::pg::trigger::{Op, Spec, Timing, Trigger};
+use crate::pg::tuple::not_null;
 use crate::platform::context::{refuse_given, trail_time};
 use crate::platform::tools;
 use crate::sql_function;
@@ -95,7 +97,7 @@ fn agent_versions_insert(call: &Call<'_>) -> Result<Datum> {
     if let Some(scope) = row.get::<crate::types::datum::ScopeBuf>(c_scope)? {
         let acting = crate::platform::grants::acting();
         let reach = crate::platform::grants::reach(acting)?;
-        let role = || crate::pg::spi::role_name(acting).unwrap_or_default();
+        let role = || crate::pg::role::role_name(acting).unwrap_or_default();
         if !reach.reaches(&scope.0) {
             return Err(refusal::act_not_granted(&role(), "publish a version", &scope.0).into());
         }
@@ -206,7 +208,7 @@ fn agent_reached(
     agent: &str,
     reach: &crate::platform::grants::Reach,
 ) -> Result<bool> {
-    crate::pg::spi::as_owner(owner, || {
+    crate::pg::role::as_owner(owner, || {
         crate::pg::spi::with_spi(|spi| {
             let rows = AGENT_SCOPES.execute(
                 spi,

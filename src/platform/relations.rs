@@ -4,12 +4,13 @@
 //! of `runs` or `artifacts`, read directly. No SPI on this path.
 
 use crate::pg::citus;
+use crate::pg::columns::{col, Columns};
 use crate::pg::datum::Uuid;
 use crate::pg::error::{Error, Result, NOT_IN_PREREQUISITE_STATE};
 use crate::pg::heap::Table;
 use crate::pg::local::BackendLocal;
 use crate::pg::sys::Oid;
-use crate::pg::trigger::{col, platform_schema, Columns};
+use crate::pg::trigger::platform_schema;
 use pg_labels_core::LabelSet as LabelSetCol;
 use std::ffi::CStr;
 

@@ -13,7 +13,8 @@
 
 use crate::pg::error::Result;
 use crate::pg::fmgr::Call;
-use crate::pg::spi::{as_owner, run, with_spi, SavedPlan, Sql};
+use crate::pg::role::as_owner;
+use crate::pg::spi::{run, with_spi, SavedPlan, Sql};
 use crate::pg::sys::{Datum, Oid};
 use crate::pg::trigger::{drop_extension_event, platform_schema};
 use crate::platform::relations::{platform_owner, relation};

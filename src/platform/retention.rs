@@ -23,7 +23,8 @@
 
 use crate::pg::datum::Timestamp;
 use crate::pg::error::{log, Error, Result, LOCK_NOT_AVAILABLE};
-use crate::pg::spi::{as_owner, current_user_name, run, run_with, with_spi, SavedPlan, Spi, Sql};
+use crate::pg::role::{as_owner, current_user_name};
+use crate::pg::spi::{run, run_with, with_spi, SavedPlan, Spi, Sql};
 use crate::pg::sys::Datum;
 use crate::platform::context::trail_time;
 use crate::platform::relations::platform_owner;

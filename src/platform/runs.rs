@@ -3,12 +3,14 @@
 //! writes the scope, agent and initial labels it returns (the run's own scope label joins its
 //! labels). The run's id may be the service's; its opening time is the database's.
 
+use crate::pg::columns::{col, Columns};
 use crate::pg::datum::{bytea_datum, text_datum, Bytea, Timestamp, Uuid};
 use crate::pg::error::Result;
 use crate::pg::fmgr::Call;
-use crate::pg::spi::{as_owner, with_spi, SavedPlan};
+use crate::pg::role::as_owner;
+use crate::pg::spi::{with_spi, SavedPlan};
 use crate::pg::sys::Datum;
-use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
+use crate::pg::trigger::{Op, Spec, Timing, Trigger};
 use crate::platform::context::{refuse_given, trail_time};
 use crate::sql_function;
 use crate::types::datum::{labelset_datum, scope_datum, LabelSetBuf, ScopeBuf};
@@ -193,7 +195,7 @@ fn runs_open(call: &Call<'_>) -> Result<Datum> {
     let acting = crate::platform::grants::acting();
     if !crate::platform::grants::reaches(acting, &opened.scope)? {
         return Err(refusal::act_not_granted(
-            &crate::pg::spi::role_name(acting).unwrap_or_default(),
+            &crate::pg::role::role_name(acting).unwrap_or_default(),
             "open a run",
             &opened.scope,
         )

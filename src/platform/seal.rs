@@ -7,7 +7,8 @@ use crate::pg::datum::Uuid;
 use crate::pg::error::{Error, Result};
 use crate::pg::fmgr::Call;
 use crate::pg::sys::Datum;
-use crate::pg::trigger::{Op, Spec, Timing, Trigger, Tuple};
+use crate::pg::trigger::{Op, Spec, Timing, Trigger};
+use crate::pg::tuple::Tuple;
 use crate::platform::state::PURGING;
 use crate::sql_function;
 use crate::types::datum::ScopeBuf;
@@ -279,7 +280,7 @@ fn append_only(call: &Call<'_>) -> Result<Datum> {
 /// value, and nothing else changed?
 fn fills_carried_scope(trigger: &Trigger<'_>) -> bool {
     if !matches!(trigger.table(), "steps" | "shares" | "artifacts")
-        || !crate::pg::spi::superuser_session()
+        || !crate::pg::role::superuser_session()
     {
         return false;
     }

@@ -6,12 +6,14 @@
 //! - [`read`], called by the steps trigger for a `context_read` step: gathers the artifact and
 //!   its shares and asks [`barrier::read`]; origin run, digest and labels come from the artifact.
 
+use crate::pg::columns::{col, Columns};
 use crate::pg::datum::{text_datum, Timestamp, Uuid};
 use crate::pg::error::{Error, Result};
 use crate::pg::fmgr::Call;
-use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
+use crate::pg::role::{as_owner, current_user_name};
+use crate::pg::spi::{with_spi, SavedPlan};
 use crate::pg::sys::{Datum, Oid};
-use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
+use crate::pg::trigger::{Op, Spec, Timing, Trigger};
 use crate::platform::context::{self, refuse_given, trail_time};
 use crate::platform::crossings::active_into;
 use crate::platform::{ids, relations, run_lock};
@@ -226,7 +228,7 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
         Some(run_id) if on_shard => {
             let given = given_scope
                 .clone()
-                .ok_or_else(|| crate::pg::trigger::not_null("shares", "to_scope"))?;
+                .ok_or_else(|| crate::pg::tuple::not_null("shares", "to_scope"))?;
             if let run_lock::RunPlace::Here(_place) =
                 run_lock::run_place(trigger.namespace(), run_id)?
             {
@@ -270,7 +272,7 @@ fn shares_insert(call: &Call<'_>) -> Result<Datum> {
         // scope it names, which the barrier judges; a crossing is the target's consent)
         None => (
             given_scope
-                .ok_or_else(|| crate::pg::trigger::not_null("shares", "to_scope"))?
+                .ok_or_else(|| crate::pg::tuple::not_null("shares", "to_scope"))?
                 .0,
             false,
         ),

@@ -14,11 +14,12 @@
 //! ordering. A new tool needs no ordering: until it commits, a call to it is refused as unknown.
 
 use crate::pg::citus;
+use crate::pg::columns::{col, Columns};
 use crate::pg::error::Result;
 use crate::pg::heap::Table;
 use crate::pg::local::BackendLocal;
 use crate::pg::sys::{Datum, Oid};
-use crate::pg::trigger::{col, Columns, Op, Spec, Timing, Trigger};
+use crate::pg::trigger::{Op, Spec, Timing, Trigger};
 use crate::platform::relations::{open, RELS};
 use crate::sql_function;
 use pg_labels_core::rules::Effect;

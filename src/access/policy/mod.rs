@@ -22,9 +22,8 @@ use crate::pg::executor::{in_parallel_worker, is_partition, namespace_of};
 use crate::pg::fmgr::{ret_bool, Call};
 use crate::pg::heap::{active_head, active_view, is_active_view, View};
 use crate::pg::local::{BackendLocal, IdMap, Scoped};
-use crate::pg::spi::{
-    bypasses_rls, current_user, is_member, may_insert, role_oid, with_spi, SavedPlan,
-};
+use crate::pg::role::{bypasses_rls, current_user, is_member, may_insert, role_oid};
+use crate::pg::spi::{with_spi, SavedPlan};
 use crate::pg::sys::Oid;
 use crate::pg::trigger::platform_schema;
 use crate::platform::grants::Reach;

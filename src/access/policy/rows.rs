@@ -80,7 +80,7 @@ pub(super) fn row_visible_now(
         return Ok(false);
     };
     // as the subquery on the table it reads would: a role that may not read it gets an error
-    if !crate::pg::spi::may_select(relid) {
+    if !crate::pg::role::may_select(relid) {
         return Err(Error::new(
             crate::pg::error::INSUFFICIENT_PRIVILEGE,
             format!("permission denied for table {table}"),

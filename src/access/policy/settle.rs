@@ -212,7 +212,7 @@ pub(super) fn settle_members(xact: u64, role: Oid, view: (u64, Option<[u64; 3]>)
         return Ok(());
     }
     let owner = crate::platform::relations::platform_owner()?;
-    let names: Vec<String> = crate::pg::spi::as_owner(owner, || {
+    let names: Vec<String> = crate::pg::role::as_owner(owner, || {
         with_spi(|spi| {
             let rows = GRANTED_ROLES.execute(spi, &[], &[], true, 0)?;
             let mut names = Vec::new();

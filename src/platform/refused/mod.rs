@@ -151,7 +151,7 @@ fn record_of(e: &Error, about: &About, at: i64) -> Value {
     let (xid, pid, session) = (
         (x != 0).then_some(x),
         crate::pg::backend::pid(),
-        crate::pg::spi::role_name(crate::pg::backend::session_user()).unwrap_or_default(),
+        crate::pg::role::role_name(crate::pg::backend::session_user()).unwrap_or_default(),
     );
     let scope_text = |s: &Option<Vec<u8>>| s.as_deref().map(pg_labels_core::scope::to_text);
     json!({
@@ -172,7 +172,7 @@ fn record_of(e: &Error, about: &About, at: i64) -> Value {
             cut(&d.message, TEXT_CHARS)
         },
         "detail": d.detail.as_deref().filter(|_| !about.coarse).map(|t| cut(t, TEXT_CHARS)),
-        "actor": cut(&crate::pg::spi::role_name(crate::pg::spi::acting_for()).unwrap_or_default(), NAME_CHARS),
+        "actor": cut(&crate::pg::role::role_name(crate::pg::role::acting_for()).unwrap_or_default(), NAME_CHARS),
         "session_actor": cut(&session, NAME_CHARS),
         "xid": xid.map(|x| x.to_string()),
         "pid": pid,
@@ -249,7 +249,7 @@ pub fn init() {
 fn transaction_end(end: crate::pg::xact::End) {
     if end != crate::pg::xact::End::Prepare {
         ABOUT.with(|a| a.clear());
-        crate::pg::spi::forget_callers();
+        crate::pg::role::forget_callers();
         // (the transaction is over: no catalog may be read, so only into a queue that exists;
         // a failure here is a WARNING, not an error at the end of a transaction)
         if channel::exists() {

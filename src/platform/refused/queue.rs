@@ -21,7 +21,7 @@ impl Key {
     fn of(e: &Error, about: &About) -> Key {
         let d = e.data();
         Key {
-            actor: crate::pg::spi::acting_for(),
+            actor: crate::pg::role::acting_for(),
             session: crate::pg::backend::session_user(),
             run: about.run.as_ref().map(|u| u.0),
             kind: about.kind.clone(),
@@ -96,7 +96,7 @@ pub(super) static RUN_SCOPE: SavedPlan =
 
 pub(super) fn run_scope(run: &Uuid) -> Option<Vec<u8>> {
     let owner = crate::platform::relations::platform_owner().ok()?;
-    crate::pg::spi::as_owner(owner, || {
+    crate::pg::role::as_owner(owner, || {
         with_spi(|spi| {
             let rows = RUN_SCOPE.execute(
                 spi,
@@ -228,7 +228,7 @@ pub(super) fn count(e: &Error, mut about: About, at: i64) {
     let opened = channel::open_counter(
         rec.to_string().as_bytes(),
         at,
-        crate::pg::spi::acting_for().to_u32(),
+        crate::pg::role::acting_for().to_u32(),
         WORKER,
         before_exit,
     );
@@ -255,7 +255,7 @@ pub(super) fn fill_run_scope(about: &mut About) {
     // a run the writer's grants do not reach is one that does not exist, for its record too
     // (filed under that run's scope, the record would tell the writer's analysts it exists)
     if let Some(scope) = &about.run_scope {
-        let writer = crate::pg::spi::acting_for();
+        let writer = crate::pg::role::acting_for();
         if !crate::platform::grants::reaches(writer, scope).unwrap_or(false) {
             about.run_scope = None;
         }
@@ -268,7 +268,7 @@ pub(super) fn fill_run_scope(about: &mut About) {
 /// The writer's own scope: the deepest scope that reaches every scope its grants (its own, or
 /// a role's it is a member of) give it; `None` when it has none.
 pub(super) fn writer_scope() -> Option<Vec<u8>> {
-    crate::platform::grants::reach(crate::pg::spi::acting_for())
+    crate::platform::grants::reach(crate::pg::role::acting_for())
         .ok()?
         .common()
 }
@@ -373,7 +373,7 @@ pub(super) const WORKER: Worker = Worker {
 pub(super) fn send(rec: &Value, may_make: bool) -> Result<Sent> {
     channel::send(
         rec.to_string().as_bytes(),
-        crate::pg::spi::acting_for().to_u32(),
+        crate::pg::role::acting_for().to_u32(),
         WORKER,
         before_exit,
         may_make,

@@ -21,13 +21,13 @@ mod kept;
 pub use kept::{end_of_transaction, forget_runs};
 
 use crate::pg::citus;
+use crate::pg::columns::{col, Columns};
 use crate::pg::datum::{Bytea, Uuid};
 use crate::pg::error::{Error, Result};
 use crate::pg::heap::{Held, RowLock, Table};
 use crate::pg::local::BackendLocal;
 use crate::pg::lock::ObjectLock;
 use crate::pg::sys::{Datum, Oid};
-use crate::pg::trigger::{col, Columns};
 use crate::platform::chain_head::{last_step, unchained};
 use crate::platform::context::on_shard;
 use crate::platform::relations::open;

@@ -2,11 +2,14 @@
 //! decided on, the tool's catalog entry and a context read's artifact ([`Facts::gather`]).
 
 use super::release_0_1_0;
+use crate::pg::columns::{col, Columns};
 use crate::pg::datum::{Bytea, Jsonb, Timestamp, Uuid};
 use crate::pg::error::{Error, Result};
-use crate::pg::spi::{as_owner, current_user_name, with_spi, SavedPlan};
+use crate::pg::role::{as_owner, current_user_name};
+use crate::pg::spi::{with_spi, SavedPlan};
 use crate::pg::sys::{Datum, Oid};
-use crate::pg::trigger::{col, Columns, Trigger, Tuple};
+use crate::pg::trigger::Trigger;
+use crate::pg::tuple::Tuple;
 use crate::platform::context::{self, refuse_given, trail_time};
 use crate::platform::run_lock::{self, LockedRun};
 use crate::platform::sharing;
@@ -162,7 +165,7 @@ pub(super) fn step<'a>(
     let c = Cols::of(&row)?;
     let run_id: Uuid = row.must(c.run, "steps")?;
     let Some(kind) = row.get::<&str>(c.kind)?.map(|k| (k, Kind::parse(k))) else {
-        return Err(crate::pg::trigger::not_null("steps", "kind"));
+        return Err(crate::pg::tuple::not_null("steps", "kind"));
     };
     // an unknown kind is refused by the table's CHECK constraint (steps_kind_check), once the
     // row is otherwise complete

@@ -14,8 +14,9 @@
 
 use crate::pg::datum::Uuid;
 use crate::pg::error::Result;
-use crate::pg::spi::{as_owner, with_spi, SavedPlan};
-use crate::pg::trigger::Tuple;
+use crate::pg::role::as_owner;
+use crate::pg::spi::{with_spi, SavedPlan};
+use crate::pg::tuple::Tuple;
 use crate::types::datum::labelset_datum;
 
 static GROW_LABELS: SavedPlan =

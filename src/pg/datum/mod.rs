@@ -5,6 +5,12 @@
 //! protocol ([`crate::pg::trigger`]), SPI results ([`crate::pg::spi`]) and table scans
 //! ([`crate::pg::heap`]) all read through it, so a column is never read without its type being
 //! checked. The constructors build datums in the current memory context.
+//!
+//! Arrays (`bigint[]` read, array datums made) are in `array`.
+
+mod array;
+
+pub use array::{bytes_array_datum, int8_array_datum, text_array_datum, uuid_array_datum};
 
 use crate::pg::error::{Error, Result, DATATYPE_MISMATCH};
 use crate::pg::fmgr::{ret_bytes, varlena_bytes};
@@ -339,84 +345,9 @@ impl Jsonb {
     }
 }
 
-/// An `int8[]` value.
-impl FromDatum<'_> for Vec<i64> {
-    const NAME: &'static str = "bigint[]";
-    fn accepts(oid: Oid) -> bool {
-        oid == pg_sys::INT8ARRAYOID
-    }
-    unsafe fn read(d: Datum) -> Result<Self> {
-        // SAFETY: an int8[] datum; deconstruct_array hands back its elements.
-        unsafe {
-            let arr = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as *mut pg_sys::ArrayType;
-            let mut elems: *mut Datum = std::ptr::null_mut();
-            let mut nulls: *mut bool = std::ptr::null_mut();
-            let mut n: i32 = 0;
-            pg_sys::deconstruct_array(
-                arr,
-                pg_sys::INT8OID,
-                8,
-                true,
-                pg_sys::TYPALIGN_DOUBLE as _,
-                &mut elems,
-                &mut nulls,
-                &mut n,
-            );
-            Ok((0..n as usize)
-                .filter(|&i| !*nulls.add(i))
-                .map(|i| (*elems.add(i)).value() as i64)
-                .collect())
-        }
-    }
-}
-
 /// A `text` datum in the current memory context.
 pub fn text_datum(s: &str) -> Result<Datum> {
     ret_bytes(s.as_bytes())
-}
-
-/// A one-dimensional array datum of `elems` (of type `elem`, as `pg_type` describes it), in
-/// the current memory context.
-fn array_datum(mut elems: Vec<Datum>, elem: Oid, len: i32, byval: bool, align: u8) -> Datum {
-    // SAFETY: elems are datums of type `elem`, described by len/byval/align.
-    unsafe {
-        let a = pg_sys::construct_array(
-            elems.as_mut_ptr(),
-            elems.len() as i32,
-            elem,
-            len,
-            byval,
-            align as std::ffi::c_char,
-        );
-        Datum::from(a)
-    }
-}
-
-/// A `bigint[]` datum in the current memory context.
-pub fn int8_array_datum(values: &[i64]) -> Datum {
-    let elems = values.iter().map(|&v| Datum::from(v)).collect();
-    array_datum(elems, pg_sys::INT8OID, 8, true, pg_sys::TYPALIGN_DOUBLE)
-}
-
-/// A `text[]` datum in the current memory context.
-pub fn text_array_datum(values: &[String]) -> Result<Datum> {
-    let elems = values
-        .iter()
-        .map(|v| text_datum(v))
-        .collect::<Result<_>>()?;
-    Ok(array_datum(
-        elems,
-        pg_sys::TEXTOID,
-        -1,
-        false,
-        pg_sys::TYPALIGN_INT,
-    ))
-}
-
-/// A `uuid[]` datum in the current memory context.
-pub fn uuid_array_datum(ids: &[Uuid]) -> Datum {
-    let elems = ids.iter().map(Uuid::datum).collect();
-    array_datum(elems, pg_sys::UUIDOID, 16, false, pg_sys::TYPALIGN_CHAR)
 }
 
 /// Do two non-null datums of a column hold the same image?
@@ -482,18 +413,6 @@ impl<'a> BuiltinArgs<'a> for crate::pg::fmgr::Call<'a> {
     fn jsonb(&self, n: usize) -> Jsonb {
         Jsonb(self.datum(n))
     }
-}
-
-/// A `text[]` datum of byte strings, in the current memory context.
-pub fn bytes_array_datum(values: &[Vec<u8>]) -> Result<Datum> {
-    let elems = values.iter().map(|v| ret_bytes(v)).collect::<Result<_>>()?;
-    Ok(array_datum(
-        elems,
-        pg_sys::TEXTOID,
-        -1,
-        false,
-        pg_sys::TYPALIGN_INT,
-    ))
 }
 
 /// A `uuid` argument of a call (all zeros when NULL).
