@@ -54,7 +54,8 @@ def main():
         print("\n".join(findings))
         print(f"recipes: {len(findings)} findings")
         return 1
-    print(f'recipes: ok ({len(paths)} paths named in ARCHITECTURE.md\'s "Adding things", all there)')
+    named = f'{len(paths)} paths named in ARCHITECTURE.md\'s "Adding things"'
+    print(f"recipes: ok ({named}, all there)")
     return 0
 
 
