@@ -174,6 +174,7 @@ for s in "${ALL_SUITES[@]}"; do
         run_suite "$s"
     fi
 done
+[ ${#files[@]} -gt 0 ] && needs_cluster=1
 [ $needs_cluster = 0 ] && { summary; exit $((failed > 0)); }
 
 # Build and install with the README's install steps, run as written (tests/docs/run.py
