@@ -46,11 +46,16 @@ def same(what, found, expected):
 
 
 def assigned(rel, name):
-    """The literal value assigned to the module-level `name` in the Python file `rel`."""
-    for node in ast.parse(read(rel)).body:
-        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
-        if isinstance(target, ast.Name) and target.id == name and node.value is not None:
-            return ast.literal_eval(node.value)
+    """The literal value assigned to the module-level `name` in a Python file under `rel`."""
+    for _, text in files(rel, (".py",)):
+        for node in ast.parse(text).body:
+            assign = isinstance(node, ast.Assign)
+            target = node.targets[0] if assign else getattr(node, "target", None)
+            if isinstance(target, ast.Name) and target.id == name and node.value is not None:
+                try:
+                    return ast.literal_eval(node.value)
+                except ValueError:
+                    continue  # not the literal (a name bound to it, say)
     findings.append(f"{rel}: no {name}")
     return None
 
@@ -88,15 +93,15 @@ for r in core["rules"]:
         findings.append(f"python: {cls.__name__}'s docstring does not name {r['name']}")
 same("python: the SQLSTATEs refusal_from knows", sorted(_errors._BY_SQLSTATE),
      sorted(r["sqlstate"] for r in core["rules"]))
-effects = assigned("python/src/pg_labels/_platform.py", "EFFECTS") or ()
-same("python: _platform.EFFECTS", list(effects), EFFECTS)
+effects = assigned("python/src/pg_labels", "EFFECTS") or ()
+same("python: EFFECTS", list(effects), EFFECTS)
 for rel, text in files("python/src/pg_labels", (".py",)):
     for kind in re.findall(r"_step\(\s*['\"]([a-z_]+)['\"]", text):
         if kind not in KINDS:
             findings.append(f"{rel}: a step of kind {kind!r}, which is no step kind of the core")
 
 # ---- the console --------------------------------------------------------------------------
-colours = assigned("console/src/pg_labels_console/svg.py", "RULE_COLOURS") or {}
+colours = assigned("console/src/pg_labels_console", "RULE_COLOURS") or {}
 same("console: svg.py's RULE_COLOURS (the rules it colours)", sorted(colours), sorted(RULES))
 for rel, text in files("console/src/pg_labels_console", (".py", ".html")):
     flat = " ".join(text.split())
