@@ -10,14 +10,14 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-DB_URL = os.environ["CONSOLE_DB_URL"]          # TCP, scram-sha-256: people sign in here
-ADMIN_DSN = os.environ["CONSOLE_ADMIN_DSN"]    # the superuser, over the cluster's unix socket
+DB_URL = os.environ["CONSOLE_DB_URL"]  # TCP, scram-sha-256: people sign in here
+ADMIN_DSN = os.environ["CONSOLE_ADMIN_DSN"]  # the superuser, over the cluster's unix socket
 
 PASSWORDS = {
-    "console_ana": "ana-secret",      # analyst of acme/platform
-    "console_apo": "apo-secret",      # approver, acme
-    "console_self": "self-secret",    # approver who can act as the platform's writer
-    "console_gina": "gina-secret",    # analyst of globex
+    "console_ana": "ana-secret",  # analyst of acme/platform
+    "console_apo": "apo-secret",  # approver, acme
+    "console_self": "self-secret",  # approver who can act as the platform's writer
+    "console_gina": "gina-secret",  # analyst of globex
     "console_nologin": "nologin-secret",
 }
 
@@ -30,17 +30,34 @@ def admin(query: str, *params: Any) -> list[dict[str, Any]]:
 @pytest.fixture(scope="session")
 def ids() -> dict[str, Any]:
     hostile = admin("SELECT id FROM pg_labels.runs WHERE agent LIKE '<script>%'")[0]["id"]
-    reqs = admin("SELECT id, tool, args FROM pg_labels.steps WHERE run_id = %s AND kind = 'approval_requested' ORDER BY id",
-                 hostile)
-    seed = admin("SELECT id FROM pg_labels.runs WHERE listener_id IS NOT NULL ORDER BY opened_at LIMIT 1")[0]["id"]
-    support = admin("SELECT run_id FROM pg_labels.steps WHERE kind = 'context_read' ORDER BY id LIMIT 1")[0]["run_id"]
-    finance = admin("SELECT id FROM pg_labels.runs WHERE agent = 'finance-bot' ORDER BY opened_at LIMIT 1")[0]["id"]
+    reqs = admin(
+        "SELECT id, tool, args FROM pg_labels.steps"
+        " WHERE run_id = %s AND kind = 'approval_requested' ORDER BY id",
+        hostile,
+    )
+    seed = admin(
+        "SELECT id FROM pg_labels.runs WHERE listener_id IS NOT NULL ORDER BY opened_at LIMIT 1"
+    )[0]["id"]
+    support = admin(
+        "SELECT run_id FROM pg_labels.steps WHERE kind = 'context_read' ORDER BY id LIMIT 1"
+    )[0]["run_id"]
+    finance = admin(
+        "SELECT id FROM pg_labels.runs WHERE agent = 'finance-bot' ORDER BY opened_at LIMIT 1"
+    )[0]["id"]
     globex = admin("SELECT id FROM pg_labels.runs WHERE agent = 'globex-bot'")[0]["id"]
-    globex_req = admin("SELECT id FROM pg_labels.steps WHERE run_id = %s AND kind = 'approval_requested'", globex)[0]["id"]
+    globex_req = admin(
+        "SELECT id FROM pg_labels.steps WHERE run_id = %s AND kind = 'approval_requested'", globex
+    )[0]["id"]
     return {
-        "hostile_run": str(hostile), "grant_me": reqs[0]["id"], "deny_me": reqs[1]["id"], "self_try": reqs[2]["id"],
-        "seed_run": str(seed), "support_run": str(support), "finance_run": str(finance),
-        "globex_run": str(globex), "globex_request": globex_req,
+        "hostile_run": str(hostile),
+        "grant_me": reqs[0]["id"],
+        "deny_me": reqs[1]["id"],
+        "self_try": reqs[2]["id"],
+        "seed_run": str(seed),
+        "support_run": str(support),
+        "finance_run": str(finance),
+        "globex_run": str(globex),
+        "globex_request": globex_req,
     }
 
 

@@ -26,14 +26,19 @@ if ! command -v chromium >/dev/null || ! [ -x /usr/bin/chromedriver ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
 
-# The console and its test dependencies, pinned, in a virtualenv of their own
+# The console and its test dependencies, pinned, in a virtualenv of their own; the console and
+# the package it uses (python/) installed as docs/console.md says, afresh every run
 if ! [ -x "$VENV/bin/python" ]; then
     log "making a virtualenv in $VENV"
     python3 -m venv "$VENV"
 fi
 "$VENV/bin/pip" install -q --disable-pip-version-check -r console/requirements-test.txt
-"$VENV/bin/pip" install -q --disable-pip-version-check --no-deps ./console
-rm -rf console/build
+"$VENV/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps ./python ./console
+
+# ruff (the repository's ruff.toml, as for python/) and mypy --strict (console/pyproject.toml)
+log "ruff and mypy --strict"
+"$VENV/bin/ruff" check -q --no-cache --config console/pyproject.toml console/src tests/console
+(cd console && "$VENV/bin/mypy" --strict --cache-dir "$VENV/.mypy_cache" src/pg_labels_console)
 
 free_port() { "$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 

@@ -11,21 +11,32 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import DB_URL, PASSWORDS, admin, csrf_of
 from pg_labels_console import db
 from pg_labels_console.app import create_app
 from pg_labels_console.limits import SECURITY_HEADERS, Throttle
 
+from conftest import DB_URL, PASSWORDS, admin, csrf_of
+
 
 def client(address: str = "192.0.2.1", **kw: Any) -> TestClient:
-    return TestClient(create_app(DB_URL, **kw), base_url="http://testserver", follow_redirects=False,
-                      client=(address, 50000))
+    return TestClient(
+        create_app(DB_URL, **kw),
+        base_url="http://testserver",
+        follow_redirects=False,
+        client=(address, 50000),
+    )
 
 
 def sign_in(c: TestClient, role: str, password: str | None = None) -> Any:
     token = csrf_of(c.get("/login").text)
-    return c.post("/login", data={"csrf": token, "role": role,
-                                  "password": PASSWORDS[role] if password is None else password})
+    return c.post(
+        "/login",
+        data={
+            "csrf": token,
+            "role": role,
+            "password": PASSWORDS[role] if password is None else password,
+        },
+    )
 
 
 def assert_headers(r: Any) -> None:
@@ -35,21 +46,34 @@ def assert_headers(r: Any) -> None:
 
 def test_every_response_carries_the_security_headers(monkeypatch: pytest.MonkeyPatch) -> None:
     with TestClient(create_app(DB_URL), follow_redirects=False, raise_server_exceptions=False) as c:
-        assert_headers(c.get("/no/such/page"))                    # Starlette's 404
-        assert_headers(c.put("/login"))                           # its 405
+        assert_headers(c.get("/no/such/page"))  # Starlette's 404
+        assert_headers(c.put("/login"))  # its 405
         assert_headers(c.get("/login"))
-        assert_headers(c.post("/login", content=b"x" * 100_000,  # the console's own 413
-                              headers={"content-type": "application/x-www-form-urlencoded"}))
+        assert_headers(
+            c.post(
+                "/login",
+                content=b"x" * 100_000,  # the console's own 413
+                headers={"content-type": "application/x-www-form-urlencoded"},
+            )
+        )
         token = csrf_of(c.get("/login").text)
-        c.post("/login", data={"csrf": token, "role": "console_ana", "password": PASSWORDS["console_ana"]})
+        c.post(
+            "/login",
+            data={"csrf": token, "role": "console_ana", "password": PASSWORDS["console_ana"]},
+        )
         token = csrf_of(c.get("/scope").text)
         c.post("/scope", data={"csrf": token, "scope": "acme/platform"})
 
         def broken(*args: Any) -> Any:
             raise RuntimeError("a bug")
+
         monkeypatch.setattr(db, "refusals_by_day", broken)
-        failed = c.get("/refusals")                               # an unexpected error: a 500
-        assert failed.status_code == 500 and "a bug" not in failed.text and "Traceback" not in failed.text
+        failed = c.get("/refusals")  # an unexpected error: a 500
+        assert (
+            failed.status_code == 500
+            and "a bug" not in failed.text
+            and "Traceback" not in failed.text
+        )
         assert_headers(failed)
 
 
@@ -57,15 +81,25 @@ def test_bodies_are_limited_before_they_are_parsed() -> None:
     with client() as c:
         multipart = c.post("/login", files={"f": ("big.bin", b"x" * 1000)})
         assert multipart.status_code == 415
-        declared = c.post("/login", content=b"", headers={
-            "content-type": "application/x-www-form-urlencoded", "content-length": str(600 * 1024 * 1024)})
+        declared = c.post(
+            "/login",
+            content=b"",
+            headers={
+                "content-type": "application/x-www-form-urlencoded",
+                "content-length": str(600 * 1024 * 1024),
+            },
+        )
         assert declared.status_code == 413
 
         def chunks() -> Any:  # no Content-Length: counted as it streams, cut at 64 KiB
             for _ in range(100):
                 yield b"a" * 8192
-        streamed = c.post("/login", content=chunks(),
-                          headers={"content-type": "application/x-www-form-urlencoded"})
+
+        streamed = c.post(
+            "/login",
+            content=chunks(),
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
         assert streamed.status_code == 413
         assert_headers(streamed)
 
@@ -75,12 +109,18 @@ def test_bad_csrf_values_are_403(value: str) -> None:
     with client() as c:
         assert sign_in(c, "console_ana").status_code == 303
         for path in ("/scope", "/logout", "/approvals/1"):
-            r = c.post(path, content=f"csrf={value}&scope=acme".encode("utf-8", "surrogateescape"),
-                       headers={"content-type": "application/x-www-form-urlencoded"})
+            r = c.post(
+                path,
+                content=f"csrf={value}&scope=acme".encode("utf-8", "surrogateescape"),
+                headers={"content-type": "application/x-www-form-urlencoded"},
+            )
             assert r.status_code == 403, (path, r.status_code)
         c.cookies.clear()
-        r = c.post("/login", content=f"csrf={value}&role=x&password=y".encode("utf-8", "surrogateescape"),
-                   headers={"content-type": "application/x-www-form-urlencoded"})
+        r = c.post(
+            "/login",
+            content=f"csrf={value}&role=x&password=y".encode("utf-8", "surrogateescape"),
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
         assert r.status_code == 403
 
 
@@ -113,7 +153,9 @@ def test_sign_in_is_throttled_per_address_and_per_role_without_locking_a_person_
             assert "Too many failed sign-ins" in blocked.text
         # attackers at many addresses: the role waits for unknown browsers after 8 failures
         for n, failures in enumerate((2, 1)):
-            with TestClient(app, follow_redirects=False, client=(f"203.0.113.{10 + n}", 1)) as other:
+            with TestClient(
+                app, follow_redirects=False, client=(f"203.0.113.{10 + n}", 1)
+            ) as other:
                 for _ in range(failures):
                     assert sign_in(other, "console_ana", "guess").status_code == 401
         with TestClient(app, follow_redirects=False, client=("203.0.113.99", 1)) as fresh:
@@ -141,7 +183,7 @@ def test_connections_are_capped_per_role_and_in_all() -> None:
     try:
         for c in clients[:3]:
             assert sign_in(c, "console_ana").status_code == 303
-        assert held("console_ana") == 2                      # the first session ended
+        assert held("console_ana") == 2  # the first session ended
         assert clients[0].get("/scope").headers["location"].startswith("/login")
         assert clients[2].get("/scope").status_code == 200
         assert sign_in(clients[3], "console_apo").status_code == 303
@@ -171,7 +213,7 @@ def test_a_throttled_role_is_not_forgotten_for_others() -> None:
     assert throttle.wait("203.0.113.2", "console_ana", None) > 0
     for n in range(100):  # refused or asked: nothing recorded
         throttle.wait("203.0.113.1", f"junk{n}", None)
-    for n in range(20):   # failures of other roles push out roles that do not wait
+    for n in range(20):  # failures of other roles push out roles that do not wait
         throttle.failed(f"198.51.100.{n}", f"junk{n}", None)
     assert throttle.wait("203.0.113.3", "console_ana", None) > 0
     assert throttle.wait("203.0.113.3", "console_ana", "a-known-browser") == 0

@@ -30,10 +30,19 @@ os.environ.setdefault("SE_OFFLINE", "true")
 def browser() -> Iterator[WebDriver]:
     opts = webdriver.ChromeOptions()
     opts.binary_location = "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1400,1000", "--disable-extensions", "--no-first-run"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        "--disable-extensions",
+        "--no-first-run",
+    ):
         opts.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(executable_path="/usr/bin/chromedriver"), options=opts)
+    driver = webdriver.Chrome(
+        service=Service(executable_path="/usr/bin/chromedriver"), options=opts
+    )
     driver.implicitly_wait(2)
     try:
         yield driver
@@ -77,7 +86,9 @@ def shot(driver: WebDriver, name: str) -> None:
 def sign_in(driver: WebDriver, role: str, scope: str, password: str | None = None) -> None:
     driver.get(BASE + "/login")
     driver.find_element(By.ID, "role-input").send_keys(role)
-    driver.find_element(By.ID, "password-input").send_keys(PASSWORDS[role] if password is None else password)
+    driver.find_element(By.ID, "password-input").send_keys(
+        PASSWORDS[role] if password is None else password
+    )
     submit(driver, driver.find_element(By.ID, "sign-in"))
     assert driver.current_url.endswith("/scope"), driver.page_source[:2000]
     Select(driver.find_element(By.ID, "scope-select")).select_by_value(scope)
@@ -108,7 +119,7 @@ def test_analyst_browses_and_cannot_see_globex(browser: WebDriver, ids: dict[str
     sign_in(browser, "console_ana", "acme/platform")
     rows = browser.find_elements(By.CSS_SELECTOR, "#runs tr.run")
     agents = [r.find_element(By.CSS_SELECTOR, ".agent").text for r in rows]
-    assert '<script>alert("agent")</script>' in agents, agents   # shown as text, not run
+    assert '<script>alert("agent")</script>' in agents, agents  # shown as text, not run
     assert not any("globex" in a for a in agents)
     assert not any("finance-bot" in a for a in agents), "finance data is not acme/platform's"
     shot(browser, "runs-analyst")
@@ -135,11 +146,14 @@ def test_approver_grants_one_denies_another(browser: WebDriver, ids: dict[str, A
     assert "untrusted_to_irreversible" in text and "data_barrier" in text
     assert "This is not a policy to edit and not a missing approval" in text
     assert "granted by demo_alice" in text
-    assert browser.find_elements(By.CSS_SELECTOR, ".chip.escaping"), "finance labels marked as escaping"
+    assert browser.find_elements(By.CSS_SELECTOR, ".chip.escaping"), (
+        "finance labels marked as escaping"
+    )
     assert "intact" in browser.find_element(By.ID, "verify").text
     shot(browser, "run")
 
-    # the support run read finance-bot's artifact: the read names its origin run, the lineage is drawn
+    # the support run read finance-bot's artifact: the read names its origin run, the lineage is
+    # drawn
     browser.get(f"{BASE}/runs/{ids['support_run']}")
     read = browser.find_element(By.CSS_SELECTOR, "tr.kind-context_read")
     assert read.find_element(By.CSS_SELECTOR, ".digest").text.strip()

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import DB_URL, PASSWORDS, admin, csrf_of
 from pg_labels_console.app import SIGN_IN_FAILED, create_app
+
+from conftest import DB_URL, PASSWORDS, admin, csrf_of
 
 
 def client(**kw: Any) -> TestClient:
@@ -30,7 +31,14 @@ def anon() -> Iterator[TestClient]:
 
 def sign_in(c: TestClient, role: str, password: str | None = None, scope: str | None = None) -> Any:
     token = csrf_of(c.get("/login").text)
-    r = c.post("/login", data={"csrf": token, "role": role, "password": PASSWORDS[role] if password is None else password})
+    r = c.post(
+        "/login",
+        data={
+            "csrf": token,
+            "role": role,
+            "password": PASSWORDS[role] if password is None else password,
+        },
+    )
     if scope is not None:
         assert r.status_code == 303, r.text
         token = csrf_of(c.get("/scope").text)
@@ -47,6 +55,7 @@ def signed_in(role: str, scope: str, **kw: Any) -> TestClient:
 
 # -- signing in -------------------------------------------------------------------------------
 
+
 def test_sign_in_and_cookie_flags(anon: TestClient) -> None:
     first = anon.get("/login")
     before = anon.cookies.get("pg_labels_console")
@@ -61,7 +70,9 @@ def test_sign_in_and_cookie_flags(anon: TestClient) -> None:
     assert page.status_code == 200 and 'id="role">console_ana<' in page.text
     assert '<option value="acme/platform"' in page.text
     assert page.headers["cache-control"] == "no-store"
-    assert "script-src" not in page.headers["content-security-policy"]  # default-src 'none': no script
+    assert (
+        "script-src" not in page.headers["content-security-policy"]
+    )  # default-src 'none': no script
 
 
 def test_secure_cookies_flag() -> None:
@@ -70,11 +81,14 @@ def test_secure_cookies_flag() -> None:
         assert "Secure" in r.headers["set-cookie"]
 
 
-@pytest.mark.parametrize("role,password", [
-    ("console_ana", "wrong"),              # a wrong password
-    ("console_nologin", "nologin-secret"),  # a role without LOGIN, with its right password
-    ("no_such_role", "whatever"),          # no such role
-])
+@pytest.mark.parametrize(
+    "role,password",
+    [
+        ("console_ana", "wrong"),  # a wrong password
+        ("console_nologin", "nologin-secret"),  # a role without LOGIN, with its right password
+        ("no_such_role", "whatever"),  # no such role
+    ],
+)
 def test_failed_sign_in_says_one_thing(anon: TestClient, role: str, password: str) -> None:
     r = sign_in(anon, role, password)
     assert r.status_code == 401
@@ -85,23 +99,45 @@ def test_failed_sign_in_says_one_thing(anon: TestClient, role: str, password: st
 
 # -- sessions and CSRF ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", ["/", "/runs", "/runs/00000000-0000-0000-0000-000000000000", "/approvals",
-                                  "/refusals", "/scope"])
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/runs",
+        "/runs/00000000-0000-0000-0000-000000000000",
+        "/approvals",
+        "/refusals",
+        "/scope",
+    ],
+)
 def test_pages_need_a_session(anon: TestClient, path: str) -> None:
     r = anon.get(path)
-    assert r.status_code == 303 and r.headers["location"].startswith("/login") or \
+    assert (r.status_code == 303 and r.headers["location"].startswith("/login")) or (
         r.headers["location"] == "/runs" and path == "/"
+    )
 
 
 @pytest.mark.parametrize("path", ["/scope", "/logout", "/approvals/1", "/login"])
 def test_posts_without_a_session_are_refused(anon: TestClient, path: str) -> None:
-    r = anon.post(path, data={"csrf": "x", "scope": "acme", "decision": "grant", "role": "console_apo",
-                              "password": PASSWORDS["console_apo"]})
+    r = anon.post(
+        path,
+        data={
+            "csrf": "x",
+            "scope": "acme",
+            "decision": "grant",
+            "role": "console_apo",
+            "password": PASSWORDS["console_apo"],
+        },
+    )
     assert r.status_code == 403
 
 
 def pending(request_id: int) -> bool:
-    return not admin("SELECT 1 FROM pg_labels.steps WHERE kind = 'approval_decided' AND request_id = %s", request_id)
+    return not admin(
+        "SELECT 1 FROM pg_labels.steps WHERE kind = 'approval_decided' AND request_id = %s",
+        request_id,
+    )
 
 
 def test_csrf_is_checked_on_every_post(ids: dict[str, Any]) -> None:
@@ -117,7 +153,12 @@ def test_csrf_is_checked_on_every_post(ids: dict[str, Any]) -> None:
         # another session's token is not this session's
         with signed_in("console_apo", "acme") as other:
             foreign = csrf_of(other.get("/runs").text)
-        assert c.post(f"/approvals/{ids['grant_me']}", data={"csrf": foreign, "decision": "grant"}).status_code == 403
+        assert (
+            c.post(
+                f"/approvals/{ids['grant_me']}", data={"csrf": foreign, "decision": "grant"}
+            ).status_code
+            == 403
+        )
         assert pending(ids["grant_me"])
 
 
@@ -127,7 +168,12 @@ def test_idle_sessions_expire(ids: dict[str, Any]) -> None:
         time.sleep(1.5)
         r = c.get("/runs")
         assert r.status_code == 303 and r.headers["location"] == "/login?expired=1"
-        assert c.post(f"/approvals/{ids['grant_me']}", data={"csrf": token, "decision": "grant"}).status_code == 403
+        assert (
+            c.post(
+                f"/approvals/{ids['grant_me']}", data={"csrf": token, "decision": "grant"}
+            ).status_code
+            == 403
+        )
         assert "Your session expired" in c.get("/login?expired=1").text
     assert pending(ids["grant_me"])
 
@@ -153,12 +199,15 @@ def test_sign_out_ends_the_session() -> None:
 def test_the_connection_is_the_role_s() -> None:
     with signed_in("console_ana", "acme/platform") as c:
         c.get("/runs")
-        rows = admin("SELECT usename FROM pg_stat_activity WHERE application_name = 'pg-labels-console'")
+        rows = admin(
+            "SELECT usename FROM pg_stat_activity WHERE application_name = 'pg-labels-console'"
+        )
         assert {r["usename"] for r in rows} >= {"console_ana"}
         assert "postgres" not in {r["usename"] for r in rows}
 
 
 # -- scopes -----------------------------------------------------------------------------------
+
 
 def test_scope_without_a_grant_is_refused_by_the_database() -> None:
     with client() as c:
@@ -171,7 +220,10 @@ def test_scope_without_a_grant_is_refused_by_the_database() -> None:
 def test_a_narrower_scope_may_be_typed() -> None:
     with client() as c:
         sign_in(c, "console_apo")
-        r = c.post("/scope", data={"csrf": csrf_of(c.get("/scope").text), "scope": "acme", "other": "acme/platform"})
+        r = c.post(
+            "/scope",
+            data={"csrf": csrf_of(c.get("/scope").text), "scope": "acme", "other": "acme/platform"},
+        )
         assert r.status_code == 303
         assert 'id="scope-in-force">acme/platform<' in c.get("/runs").text
 
@@ -195,12 +247,18 @@ def test_runs_filters_and_keyset_pages() -> None:
         url = "/runs"
         for _ in range(20):
             page = c.get(url).text
-            seen += [line.split('href="/runs/')[1][:36] for line in page.split("\n") if '<td><a class="mono" href="/runs/' in line]
+            seen += [
+                line.split('href="/runs/')[1][:36]
+                for line in page.split("\n")
+                if '<td><a class="mono" href="/runs/' in line
+            ]
             nxt = page.split('id="next-page" href="')
             if len(nxt) == 1:
                 break
             url = nxt[1].split('"')[0].replace("&amp;", "&")
-        total = admin("SELECT count(*) AS n FROM pg_labels.runs WHERE scope <@ 'acme'::scope")[0]["n"]
+        total = admin("SELECT count(*) AS n FROM pg_labels.runs WHERE scope <@ 'acme'::scope")[0][
+            "n"
+        ]
         assert len(seen) == len(set(seen)) == total
         finance = c.get("/runs?agent=finance-bot").text
         assert "finance-bot" in finance and "support-bot" not in finance
@@ -212,10 +270,14 @@ def test_runs_filters_and_keyset_pages() -> None:
 
 # -- the database's refusals, as they are -----------------------------------------------------
 
+
 def test_deciding_as_the_writer_shows_the_database_s_refusal(ids: dict[str, Any]) -> None:
     with signed_in("console_self", "acme") as c:
         token = csrf_of(c.get("/approvals").text)
-        r = c.post(f"/approvals/{ids['self_try']}", data={"csrf": token, "decision": "grant", "reason": "mine"})
+        r = c.post(
+            f"/approvals/{ids['self_try']}",
+            data={"csrf": token, "decision": "grant", "reason": "mine"},
+        )
         assert r.status_code == 303
         page = c.get("/approvals").text
         assert "The database refused to decide request" in page
@@ -230,10 +292,17 @@ def test_another_company_s_request_is_answered_as_a_missing_one(ids: dict[str, A
     with signed_in("console_apo", "acme") as c:
         for request in (ids["globex_request"], 987654321):
             token = csrf_of(c.get("/approvals").text)
-            r = c.post(f"/approvals/{request}", data={"csrf": token, "decision": "grant", "reason": "probe"})
+            r = c.post(
+                f"/approvals/{request}",
+                data={"csrf": token, "decision": "grant", "reason": "probe"},
+            )
             assert r.status_code == 303
             page = c.get("/approvals").text
-            [said] = [line for line in page.splitlines() if "The database refused to decide request" in line]
+            [said] = [
+                line
+                for line in page.splitlines()
+                if "The database refused to decide request" in line
+            ]
             answers.append(said.replace(str(request), "N"))
     assert answers[0] == answers[1], answers
     assert "23503" in answers[0]
@@ -241,6 +310,7 @@ def test_another_company_s_request_is_answered_as_a_missing_one(ids: dict[str, A
 
 
 # -- hostile values ---------------------------------------------------------------------------
+
 
 class Elements(HTMLParser):
     def __init__(self) -> None:
@@ -269,7 +339,9 @@ def test_hostile_values_are_escaped(ids: dict[str, Any]) -> None:
         assert_no_injected_element(runs)
         run = c.get(f"/runs/{ids['hostile_run']}").text
         assert agent in run
-        assert "&lt;/pre&gt;&lt;script&gt;alert(\\&#34;args\\&#34;)&lt;/script&gt;" in run  # the JSON string, escaped
+        assert (
+            "&lt;/pre&gt;&lt;script&gt;alert(\\&#34;args\\&#34;)&lt;/script&gt;" in run
+        )  # the JSON string, escaped
         assert "&lt;b onmouseover=alert(1)&gt;bold&lt;/b&gt;" in run
         assert "&lt;svg onload=alert(&#34;unknown&#34;)&gt;" in run
         assert "&lt;i&gt;closed&lt;/i&gt;" in run

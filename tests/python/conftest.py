@@ -3,9 +3,12 @@ the README's roles block under names of their own, and connections as each of th
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, NamedTuple
 
+import asyncpg
 import psycopg
 import pytest
 
@@ -30,6 +33,17 @@ def connect(
     user: str | None = None, *, dbname: str | None = None, autocommit: bool = False
 ) -> psycopg.Connection:
     return psycopg.connect(
+        dbname=dbname or os.environ["PGDATABASE"],
+        user=user or os.environ["PGUSER"],
+        autocommit=autocommit,
+    )
+
+
+async def aconnect(
+    user: str | None = None, *, dbname: str | None = None, autocommit: bool = False
+) -> psycopg.AsyncConnection:
+    """:func:`connect` for the async tests."""
+    return await psycopg.AsyncConnection.connect(
         dbname=dbname or os.environ["PGDATABASE"],
         user=user or os.environ["PGUSER"],
         autocommit=autocommit,
@@ -152,3 +166,80 @@ def platform(platform_conn: psycopg.Connection) -> pg_labels.Platform:
 def approver() -> Iterator[pg_labels.Platform]:
     with connect(ALICE, autocommit=True) as conn:
         yield pg_labels.Platform(conn)
+
+
+@pytest.fixture
+def dba(admin: psycopg.Connection) -> pg_labels.Platform:
+    """The platform's calls as the DBA (the superuser)."""
+    return pg_labels.Platform(admin)
+
+
+# The async tests: test_platform_async.py (whose twin test_platform.py is generated from it by
+# python/tools/async_to_sync.py, aplatform becoming platform, ...) and test_async.py, each on
+# psycopg's AsyncConnection and on asyncpg.
+
+
+@pytest.fixture(params=["psycopg", "asyncpg"])
+def driver(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def _adriver_connect(driver: str, user: str | None) -> Any:
+    """An autocommit connection of ``driver`` (asyncpg: outside a transaction block)."""
+    if driver == "psycopg":
+        return await aconnect(user, autocommit=True)
+    conn = await asyncpg.connect(
+        database=os.environ["PGDATABASE"], user=user or os.environ["PGUSER"]
+    )
+    # a jsonb codec of the application's own: args are still sent right
+    await conn.set_type_codec("jsonb", schema="pg_catalog", encoder=json.dumps, decoder=json.loads)
+    return conn
+
+
+async def _aplatform(driver: str, user: str | None) -> AsyncIterator[pg_labels.AsyncPlatform]:
+    conn = await _adriver_connect(driver, user)
+    try:
+        yield pg_labels.AsyncPlatform(conn)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+async def aplatform(driver: str) -> AsyncIterator[pg_labels.AsyncPlatform]:
+    async for platform in _aplatform(driver, PLATFORM):
+        yield platform
+
+
+@pytest.fixture
+async def aapprover(driver: str) -> AsyncIterator[pg_labels.AsyncPlatform]:
+    async for platform in _aplatform(driver, ALICE):
+        yield platform
+
+
+@pytest.fixture
+async def adba(driver: str) -> AsyncIterator[pg_labels.AsyncPlatform]:
+    async for platform in _aplatform(driver, None):
+        yield platform
+
+
+class DriverErrors(NamedTuple):
+    """The driver's errors a test expects where the database refuses (not pg_labels)."""
+
+    integrity: type[Exception]
+    insufficient_privilege: type[Exception]
+    closed: type[Exception]
+
+
+def errors(platform: pg_labels.Platform | pg_labels.AsyncPlatform) -> DriverErrors:
+    """The errors of the platform's driver: psycopg's (either form), or asyncpg's."""
+    if isinstance(platform.conn, (psycopg.Connection, psycopg.AsyncConnection)):
+        return DriverErrors(
+            psycopg.IntegrityError, psycopg.errors.InsufficientPrivilege, psycopg.OperationalError
+        )
+    # asyncpg has a class only for the SQLSTATEs it knows: a refusal's own (23L02) is its
+    # UnknownPostgresError, where psycopg goes by the class (23, an IntegrityError)
+    return DriverErrors(
+        asyncpg.PostgresError,
+        asyncpg.InsufficientPrivilegeError,
+        asyncpg.InterfaceError,
+    )

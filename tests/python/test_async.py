@@ -1,12 +1,10 @@
-"""AsyncPlatform on a psycopg AsyncConnection: the same calls, awaited."""
+"""AsyncPlatform's own cases, on psycopg's AsyncConnection and on asyncpg (the fixture
+aplatform): the cases of both forms are in test_platform_async.py."""
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
-from collections.abc import AsyncIterator
-from typing import Any
 
 import asyncpg
 import psycopg
@@ -22,30 +20,7 @@ from pg_labels import (
     UntrustedToIrreversible,
 )
 
-from conftest import ALICE, PLATFORM, connect
-
-
-async def aconnect(user: str, autocommit: bool = True) -> psycopg.AsyncConnection:
-    return await psycopg.AsyncConnection.connect(
-        dbname=os.environ["PGDATABASE"], user=user, autocommit=autocommit
-    )
-
-
-@pytest.fixture(params=["psycopg", "asyncpg"])
-async def aplatform(request: pytest.FixtureRequest) -> AsyncIterator[AsyncPlatform]:
-    conn: Any
-    if request.param == "psycopg":
-        conn = await aconnect(PLATFORM)
-    else:
-        conn = await asyncpg.connect(database=os.environ["PGDATABASE"], user=PLATFORM)
-        # a jsonb codec of the application's own: args are still sent right
-        await conn.set_type_codec(
-            "jsonb", schema="pg_catalog", encoder=json.dumps, decoder=json.loads
-        )
-    try:
-        yield AsyncPlatform(conn)
-    finally:
-        await conn.close()
+from conftest import ALICE, PLATFORM, aconnect, connect
 
 
 async def test_calls(aplatform: AsyncPlatform) -> None:
@@ -81,7 +56,7 @@ async def test_args_are_jsonb(aplatform: AsyncPlatform) -> None:
     args = {"t": [1, "x"], "note": "it's 100% fine"}
     request = await run.request_approval("tickets.update", args)
     assert await run.approval(request) is None
-    approver = await aconnect(ALICE)
+    approver = await aconnect(ALICE, autocommit=True)
     try:
         await AsyncPlatform(approver).decide_approval(request, True)
     finally:
@@ -105,7 +80,7 @@ async def test_args_are_jsonb(aplatform: AsyncPlatform) -> None:
 
 async def test_approvals_and_transactions() -> None:
     writer = await aconnect(PLATFORM, autocommit=False)
-    decider = await aconnect(ALICE)
+    decider = await aconnect(ALICE, autocommit=True)
     try:
         platform, alice = AsyncPlatform(writer), AsyncPlatform(decider)
         run = await platform.open_run("bot", "acme/platform")

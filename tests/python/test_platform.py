@@ -1,4 +1,10 @@
-"""Platform and Run on psycopg (sync), as the platform's writer and an approver."""
+# Generated from test_platform_async.py by python/tools/async_to_sync.py: do not edit.
+# Edit tests/python/test_platform_async.py
+# and run the script; the python suite checks that this file is what it generates.
+"""The platform's calls as the platform's writer and an approver, written once: for
+AsyncPlatform and AsyncRun in test_platform_async.py (on psycopg's AsyncConnection and on
+asyncpg: the fixture aplatform), for Platform and Run in test_platform.py, generated from it
+by python/tools/async_to_sync.py. AsyncPlatform's own cases are in test_async.py."""
 
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ from pg_labels import (
     UntrustedToIrreversible,
 )
 
-from conftest import ANALYST, PLATFORM, connect
+from conftest import ANALYST, PLATFORM, connect, errors
 
 
 def test_the_seed_scenario(platform: Platform) -> None:
@@ -38,8 +44,8 @@ def test_the_seed_scenario(platform: Platform) -> None:
     with pytest.raises(UntrustedToIrreversible) as e:
         run.call("stripe.refund", {"order": 1234})
     assert e.value.run_id == run.id and e.value.tool == "stripe.refund"
-    assert isinstance(e.value.__cause__, psycopg.IntegrityError)
-    assert not isinstance(e.value, psycopg.IntegrityError)
+    assert isinstance(e.value.__cause__, errors(platform).integrity)
+    assert not isinstance(e.value, errors(platform).integrity)
 
     called = run.call("tickets.read", {"ticket": 1})
     assert (called.kind, called.decision) == ("tool_called", "allow")
@@ -69,7 +75,7 @@ def test_approvals(platform: Platform, approver: Platform) -> None:
         run.call("tickets.update", args)
     request = run.request_approval("tickets.update", args, reason="close it")
     # the writer cannot approve its own calls
-    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+    with pytest.raises(errors(platform).insufficient_privilege):
         platform.decide_approval(request, True)
     assert run.approval(request) is None
     decided = approver.decide_approval(request, True, "the customer asked")
@@ -147,7 +153,8 @@ def test_sharing(platform: Platform) -> None:
 
 
 def test_caller_transaction_is_respected() -> None:
-    """No commit the caller did not ask for; a refusal rolls back only itself."""
+    """No commit the caller did not ask for; a refusal rolls back only itself (psycopg; on
+    asyncpg: test_async.py's test_asyncpg_transactions)."""
     with connect(PLATFORM) as conn:  # not autocommit
         platform = Platform(conn)
         run = platform.open_run("bot", "acme/platform")
@@ -172,8 +179,7 @@ def test_caller_transaction_is_respected() -> None:
         conn.rollback()
 
 
-def test_sync_tools(admin: psycopg.Connection) -> None:
-    dba = Platform(admin)
+def test_sync_tools(dba: Platform, admin: psycopg.Connection) -> None:
     tools = [
         {"name": "mcp.read", "annotations": {"readOnlyHint": True}},
         {"name": "mcp.drop", "annotations": {"destructiveHint": True}, "description": "drops"},
@@ -182,7 +188,9 @@ def test_sync_tools(admin: psycopg.Connection) -> None:
         {"name": "mcp.search", "annotations": {"readOnlyHint": True}},
         {"name": "mcp.edit", "annotations": {"destructiveHint": False}},
     ]
-    written = dba.sync_tools(tools, effects={"mcp.pay": "financial"}, trusted=["mcp.search"])
+    written = dba.sync_tools(
+        tools, effects={"mcp.pay": "financial"}, trusted=["mcp.search"]
+    )
     got = {t.name: (t.effect, t.trusted_output) for t in written}
     assert got == {
         "mcp.read": ("read", False),
@@ -219,65 +227,12 @@ def test_sync_tools(admin: psycopg.Connection) -> None:
     assert pg_labels.tools_from_mcp(tools[:1]) == [pg_labels.Tool("mcp.read", "read", False)]
 
 
-@pytest.mark.parametrize(
-    ("annotations", "effect"),
-    [
-        (None, "destructive"),
-        ({}, "destructive"),
-        ({"readOnlyHint": True}, "read"),
-        ({"readOnlyHint": True, "destructiveHint": True}, "read"),
-        ({"readOnlyHint": False}, "destructive"),
-        ({"destructiveHint": True}, "destructive"),
-        ({"destructiveHint": None}, "destructive"),
-        ({"destructiveHint": "false"}, "destructive"),  # only an explicit false
-        ({"destructiveHint": False}, "reversible_write"),
-        ({"readOnlyHint": False, "destructiveHint": False}, "reversible_write"),
-        (SimpleNamespace(readOnlyHint=None, destructiveHint=False), "reversible_write"),
-        (SimpleNamespace(readOnlyHint=None, destructiveHint=None), "destructive"),
-    ],
-)
-def test_mcp_hints(annotations: object, effect: str) -> None:
-    """MCP's defaults: readOnlyHint false, destructiveHint true."""
-    (tool,) = pg_labels.tools_from_mcp([{"name": "t", "annotations": annotations}])
-    assert tool.effect == effect
-    # the explicit mapping still wins
-    (named,) = pg_labels.tools_from_mcp(
-        [{"name": "t", "annotations": annotations}], effects={"t": "financial"}
-    )
-    assert named.effect == "financial"
-
-
-def test_mcp_sdk_tools() -> None:
-    """The MCP SDK's own Tool models (mcp 2 names the hints read_only_hint, ...)."""
-    from mcp.types import Tool, ToolAnnotations
-
-    schema = {"type": "object"}
-    tools = [
-        Tool(name="m.read", inputSchema=schema, annotations=ToolAnnotations(readOnlyHint=True)),
-        Tool(name="m.edit", inputSchema=schema, annotations=ToolAnnotations(destructiveHint=False)),
-        Tool(name="m.bare", inputSchema=schema),
-        Tool(name="m.idem", inputSchema=schema, annotations=ToolAnnotations(idempotentHint=True)),
-    ]
-    assert [t.effect for t in pg_labels.tools_from_mcp(tools)] == [
-        "read",
-        "reversible_write",
-        "destructive",
-        "destructive",
-    ]
-    assert [t.effect for t in pg_labels.tools_from_mcp([t.model_dump() for t in tools])] == [
-        "read",
-        "reversible_write",
-        "destructive",
-        "destructive",
-    ]
-
-
 def test_the_writer_cannot_sync_tools(platform: Platform) -> None:
-    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+    with pytest.raises(errors(platform).insufficient_privilege):
         platform.sync_tools([{"name": "sneaky", "annotations": {"readOnlyHint": True}}])
 
 
-def test_bad_input(platform: Platform, platform_conn: psycopg.Connection) -> None:
+def test_bad_input(platform: Platform) -> None:
     run = platform.open_run("bot", "acme/platform")
     with pytest.raises(TypeError):
         run.call(42)  # type: ignore[arg-type]
@@ -301,8 +256,8 @@ def test_bad_input(platform: Platform, platform_conn: psycopg.Connection) -> Non
         Platform("not a connection")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         platform.decide_approval(True, True)
-    platform_conn.close()
-    with pytest.raises(psycopg.OperationalError):
+    platform.conn.close()
+    with pytest.raises(errors(platform).closed):
         run.call("kb.search")
 
 
@@ -314,7 +269,10 @@ def test_analyst_reads_what_the_scope_carries(platform: Platform) -> None:
         assert conn.execute("SELECT count(*) FROM pg_labels.runs").fetchone() == (0,)
         conn.execute("SELECT pg_labels.enter_scope(%s)", [Scope("acme/platform")])
         row = conn.execute("SELECT scope, labels FROM pg_labels.runs WHERE id = %s", [run.id])
-        assert row.fetchone() == (Scope("acme/platform"), LabelSet("{area:acme/platform,tag:seen}"))
+        assert row.fetchone() == (
+            Scope("acme/platform"),
+            LabelSet("{area:acme/platform,tag:seen}"),
+        )
         conn.rollback()
 
 

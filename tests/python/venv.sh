@@ -27,12 +27,13 @@ if [ "$(cat "$venv/.requirements" 2>/dev/null || true)" != "$stamp" ]; then
 fi
 
 # What the suites that source this file share: ruff and mypy over the package and a suite's
-# tests ($1 the suite's name, $2 its tests' directory) ...
+# tests ($1 the suite's name, $2 its tests' directory), and the package's tools ...
 lint_package() {
     echo "$1: ruff"
-    "$venv/bin/ruff" check --config "$ROOT/python/pyproject.toml" "$ROOT/python/src" "$2"
+    "$venv/bin/ruff" check --config "$ROOT/python/pyproject.toml" "$ROOT/python/src" \
+        "$ROOT/python/tools" "$2"
     echo "$1: mypy --strict"
-    (cd "$ROOT/python" && "$venv/bin/mypy" --strict src/pg_labels)
+    (cd "$ROOT/python" && "$venv/bin/mypy" --strict src/pg_labels tools)
 }
 # ... psql as the superuser in database postgres ...
 admin() { PGOPTIONS="-c client_min_messages=warning" "${PGBIN:+$PGBIN/}psql" -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }

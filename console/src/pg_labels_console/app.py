@@ -16,10 +16,12 @@ import jinja2
 import psycopg
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.middleware import Middleware
 from starlette.routing import Route
+
+from pg_labels import Refusal
 
 from . import db, svg
 from .limits import SECURITY_HEADERS, Guarded, ServerTiming, Signer, Throttle, form_fields, same
@@ -36,32 +38,12 @@ T = TypeVar("T")
 
 SIGN_IN_FAILED = "Sign-in failed: no role that may sign in has this name and password."
 
-# What the operator reads beside a blocked call: the product page's words (seed-en.md).
-EXPLANATIONS: dict[str, tuple[str, list[str]]] = {
-    "data_barrier": (
-        "The run carries data from outside this company or area. This is not a policy to edit and not "
-        "a missing approval; it means the data flow crossed a boundary the platform is not authorized to cross.",
-        [
-            "Check that the agent was published in the right company and area.",
-            "Check that the channel's conversation points at the same area as the agent.",
-            "Check the event binding before assuming the listener is wrong.",
-            "Do not try to fix it by widening the query. The label has already travelled.",
-        ],
-    ),
-    "untrusted_to_irreversible": (
-        "Data from an untrusted source (Slack, a webhook, an event or a tool response) would reach a "
-        "destructive or financial tool. Such actions do not become safe by being approved after the model "
-        "has already proposed them.",
-        [],
-    ),
-    "approval_required": (
-        "A reversible write on untrusted data: the gate asks a person on the concrete call, with the real "
-        "arguments in front of them.",
-        [],
-    ),
-    "unknown_tool": ("The tool is not in the tool catalog, and the platform fails closed.", []),
-    "sealed": ("The trail is sealed: what it holds is never changed or deleted, for any role.", []),
+# What the operator reads beside a blocked call: its rule's explanation, the HINT the database
+# gives a call the rule refuses (the core's words, through the package's refusal classes).
+EXPLANATIONS: dict[str, str] = {
+    rule: cls.EXPLANATION for rule, cls in Refusal.BY_RULE.items() if cls.EXPLANATION
 }
+
 
 def _ts(value: datetime | None) -> str:
     if value is None:
@@ -89,8 +71,13 @@ def chip_list(labels: list[str] | None, marks: set[str]) -> list[tuple[str, str,
     out = []
     for label in labels or []:
         cls = label_class(label, marks)
-        title = ("cannot be carried by the run's scope" if label in marks
-                 else "untrusted origin" if label.startswith("origin:") else "")
+        title = (
+            "cannot be carried by the run's scope"
+            if label in marks
+            else "untrusted origin"
+            if label.startswith("origin:")
+            else ""
+        )
         out.append((label, cls, title))
     return out
 
@@ -100,7 +87,7 @@ def _scope_of_label(label: str) -> str | None:
         return "*"
     for prefix in ("company:", "area:"):
         if label.startswith(prefix):
-            return label[len(prefix):]
+            return label[len(prefix) :]
     return None
 
 
@@ -119,8 +106,16 @@ def escaping(labels: list[str] | None, scope: str | None) -> set[str]:
 
 
 class Console:
-    def __init__(self, database_url: str, secure_cookies: bool, idle_timeout: float, page_size: int = PAGE_SIZE,
-                 max_connections: int = 50, per_role: int = 5, throttle: Throttle | None = None) -> None:
+    def __init__(
+        self,
+        database_url: str,
+        secure_cookies: bool,
+        idle_timeout: float,
+        page_size: int = PAGE_SIZE,
+        max_connections: int = 50,
+        per_role: int = 5,
+        throttle: Throttle | None = None,
+    ) -> None:
         self.database_url = database_url
         self.page_size = page_size
         self.secure_cookies = secure_cookies
@@ -140,7 +135,9 @@ class Console:
 
     # -- sessions and responses ------------------------------------------------------------
 
-    def render(self, request: Request, s: Session | None, name: str, status: int = 200, **ctx: Any) -> Response:
+    def render(
+        self, request: Request, s: Session | None, name: str, status: int = 200, **ctx: Any
+    ) -> Response:
         flash = []
         if s is not None:
             flash, s.flash = s.flash, []
@@ -152,7 +149,9 @@ class Console:
         return resp
 
     def set_cookie(self, resp: Response, s: Session) -> None:
-        resp.set_cookie(COOKIE, s.id, httponly=True, samesite="lax", secure=self.secure_cookies, path="/")
+        resp.set_cookie(
+            COOKIE, s.id, httponly=True, samesite="lax", secure=self.secure_cookies, path="/"
+        )
 
     def redirect(self, url: str, s: Session | None = None) -> Response:
         resp = RedirectResponse(url, status_code=303, headers=SECURITY_HEADERS)
@@ -170,7 +169,9 @@ class Console:
             return None, self.redirect("/login?expired=1" if expired else "/login")
         return s, None
 
-    async def posted(self, request: Request, signed_in: bool = False) -> tuple[Session, dict[str, str]] | Response:
+    async def posted(
+        self, request: Request, signed_in: bool = False
+    ) -> tuple[Session, dict[str, str]] | Response:
         """The session of a POST whose CSRF token matches it (and, if `signed_in`, that has
         signed in), and its form; the 403 to answer otherwise."""
         s, _ = self.sessions.get(request.cookies.get(COOKIE))
@@ -185,6 +186,7 @@ class Console:
 
     async def with_db(self, s: Session, work: Callable[[db.Conn], T], scoped: bool = True) -> T:
         """Run `work` on the session's connection in one transaction, in the scope it entered."""
+
         def run() -> T:
             with s.lock:
                 if s.conn is None or s.conn.closed:
@@ -198,6 +200,7 @@ class Console:
                     if s.conn.closed or s.conn.broken:
                         raise ConnectionLost() from e
                     raise
+
         return await run_in_threadpool(run)
 
     # -- pages -----------------------------------------------------------------------------
@@ -216,15 +219,37 @@ class Console:
             notice = "The connection to the database was lost. Sign in again."
         return self.login_form(request, 200, notice, None, "")
 
-    def login_form(self, request: Request, status: int, notice: str | None, error: str | None, role: str,
-                   headers: dict[str, str] | None = None) -> Response:
+    def login_form(
+        self,
+        request: Request,
+        status: int,
+        notice: str | None,
+        error: str | None,
+        role: str,
+        headers: dict[str, str] | None = None,
+    ) -> Response:
         """The sign-in form: its token is an HMAC of a fresh nonce in a cookie, so an anonymous
         visitor costs the console nothing between requests."""
         nonce = secrets.token_urlsafe(16)
-        resp = self.render(request, None, "login.html", status=status, notice=notice, error=error, role=role,
-                           csrf=self.signer.sign("login", nonce))
-        resp.set_cookie(LOGIN_COOKIE, nonce, httponly=True, samesite="strict", secure=self.secure_cookies,
-                        path="/login", max_age=3600)
+        resp = self.render(
+            request,
+            None,
+            "login.html",
+            status=status,
+            notice=notice,
+            error=error,
+            role=role,
+            csrf=self.signer.sign("login", nonce),
+        )
+        resp.set_cookie(
+            LOGIN_COOKIE,
+            nonce,
+            httponly=True,
+            samesite="strict",
+            secure=self.secure_cookies,
+            path="/login",
+            max_age=3600,
+        )
         for k, v in (headers or {}).items():
             resp.headers[k] = v
         return resp
@@ -234,8 +259,12 @@ class Console:
         if s is not None and s.role is not None:
             return self.redirect("/runs", s)
         form = form_fields(await request.body())
-        if form is None or not self.signer.valid("login", request.cookies.get(LOGIN_COOKIE), form.get("csrf")):
-            return self.forbidden(request, "The form's security token does not match. Load the sign-in page again.")
+        if form is None or not self.signer.valid(
+            "login", request.cookies.get(LOGIN_COOKIE), form.get("csrf")
+        ):
+            return self.forbidden(
+                request, "The form's security token does not match. Load the sign-in page again."
+            )
         role, password = form.get("role", "").strip(), form.get("password", "")
         address = request.client.host if request.client else "unknown"
         nonce, _, mac = request.cookies.get(KNOWN_COOKIE, "").partition(".")
@@ -243,10 +272,21 @@ class Console:
         wait = self.throttle.wait(address, role, known)
         if wait > 0:
             # refused before the password is tried: no guess counts while it waits
-            return self.login_form(request, 429, None,
-                                   f"Too many failed sign-ins. Try again in {int(wait) + 1} seconds.", role[:63],
-                                   headers={"Retry-After": str(int(wait) + 1)})
-        if not role or not password or len(role) > 63 or len(password) > 1024 or "\0" in role + password:
+            return self.login_form(
+                request,
+                429,
+                None,
+                f"Too many failed sign-ins. Try again in {int(wait) + 1} seconds.",
+                role[:63],
+                headers={"Retry-After": str(int(wait) + 1)},
+            )
+        if (
+            not role
+            or not password
+            or len(role) > 63
+            or len(password) > 1024
+            or "\0" in role + password
+        ):
             # (no role is named so; libpq takes no NUL) a failure like any other
             self.throttle.failed(address, role[:63], known)
             return self.login_form(request, 401, None, SIGN_IN_FAILED, role[:63].replace("\0", ""))
@@ -256,21 +296,36 @@ class Console:
             self.throttle.failed(address, role, known)
             return self.login_form(request, 401, None, SIGN_IN_FAILED, role)
         except db.DatabaseUnreachable:
-            return self.login_form(request, 503, None, "The database could not be reached. Try again later.", role)
+            return self.login_form(
+                request, 503, None, "The database could not be reached. Try again later.", role
+            )
         # room is made only for a role that signed in: a wrong password ends no one's session
         try:
             await run_in_threadpool(self.sessions.room_for, role)
             s = self.sessions.add(role, conn)
         except Full:
             await run_in_threadpool(conn.close)
-            return self.login_form(request, 503, None, "The console holds as many sessions as it may. "
-                                   "Try again later.", role, headers={"Retry-After": "60"})
+            return self.login_form(
+                request,
+                503,
+                None,
+                "The console holds as many sessions as it may. Try again later.",
+                role,
+                headers={"Retry-After": "60"},
+            )
         resp = self.redirect("/scope", s)
         resp.delete_cookie(LOGIN_COOKIE, path="/login")
         browser = secrets.token_urlsafe(16)  # this browser, for this role
         mark = self.signer.sign("known", role + "\0" + browser)
-        resp.set_cookie(KNOWN_COOKIE, f"{browser}.{mark}", httponly=True, samesite="strict",
-                        secure=self.secure_cookies, path="/login", max_age=90 * 86400)
+        resp.set_cookie(
+            KNOWN_COOKIE,
+            f"{browser}.{mark}",
+            httponly=True,
+            samesite="strict",
+            secure=self.secure_cookies,
+            path="/login",
+            max_age=90 * 86400,
+        )
         return resp
 
     async def logout(self, request: Request) -> Response:
@@ -302,14 +357,21 @@ class Console:
 
         def check(conn: db.Conn) -> None:
             db.enter(conn, scope)
+
         try:
             await self.with_db(s, check, scoped=False)
         except ConnectionLost:
             return self.lost(s)
         except psycopg.Error as e:
             scopes = await self.with_db(s, db.list_scopes, scoped=False)
-            return self.render(request, s, "scope.html", status=403, scopes=scopes,
-                               error=f"The database refused scope {scope!r}: {message(e)}")
+            return self.render(
+                request,
+                s,
+                "scope.html",
+                status=403,
+                scopes=scopes,
+                error=f"The database refused scope {scope!r}: {message(e)}",
+            )
         s.scope = scope
         return self.redirect("/runs", s)
 
@@ -320,7 +382,9 @@ class Console:
     def needs_scope(self, s: Session) -> Response | None:
         return None if s.scope else self.redirect("/scope", s)
 
-    async def page(self, request: Request, template: str, work: Callable[[db.Conn], dict[str, Any]]) -> Response:
+    async def page(
+        self, request: Request, template: str, work: Callable[[db.Conn], dict[str, Any]]
+    ) -> Response:
         s, away = self.signed_in(request)
         if s is None:
             return away or self.redirect("/login")
@@ -357,15 +421,21 @@ class Console:
         def work(conn: db.Conn) -> dict[str, Any]:
             rows = db.runs(conn, f, self.page_size + 1)
             more = len(rows) > self.page_size
-            rows = rows[:self.page_size]
+            rows = rows[: self.page_size]
             nxt = None
             if more:
                 last = rows[-1]
                 params = {k: v for k, v in q.items() if k != "after" and v}
                 params["after"] = f"{last['opened_at'].isoformat()}_{last['id']}"
                 nxt = params
-            return {"runs": rows, "next": nxt, "filters": dict(q), "errors": errors,
-                    "first": {k: v for k, v in q.items() if k != "after" and v} if f.after else None}
+            return {
+                "runs": rows,
+                "next": nxt,
+                "filters": dict(q),
+                "errors": errors,
+                "first": {k: v for k, v in q.items() if k != "after" and v} if f.after else None,
+            }
+
         return await self.page(request, "runs.html", work)
 
     async def run_page(self, request: Request) -> Response:
@@ -390,9 +460,17 @@ class Console:
             verdict = db.verify(conn, run_id)
             lineage = db.lineage(conn, run_id)
             graph = svg.lineage_graph(run, run_id, lineage) if lineage else None
-            return {"run": run, "run_id": run_id, "steps": steps, "decided": decided,
-                    "run_escaping": escaping(run["labels"], scope) if run else set(),
-                    "verdict": verdict, "lineage": lineage, "graph": graph}
+            return {
+                "run": run,
+                "run_id": run_id,
+                "steps": steps,
+                "decided": decided,
+                "run_escaping": escaping(run["labels"], scope) if run else set(),
+                "verdict": verdict,
+                "lineage": lineage,
+                "graph": graph,
+            }
+
         return await self.page(request, "run.html", work)
 
     async def approvals_page(self, request: Request) -> Response:
@@ -406,6 +484,7 @@ class Console:
                 p["sources"] = [x for x in by_run.get(p["run_id"], []) if x["id"] <= p["id"]]
                 p["escaping"] = escaping(p["run_labels"], p["scope"])
             return {"pending": pending, "decisions": db.recent_decisions(conn)}
+
         return await self.page(request, "approvals.html", work)
 
     async def decide(self, request: Request) -> Response:
@@ -425,13 +504,19 @@ class Console:
             return self.redirect("/approvals", s)
         reason = form.get("reason", "").strip() or None
         try:
-            await self.with_db(s, lambda conn: db.decide(conn, request_id, choice == "grant", reason))
+            await self.with_db(
+                s, lambda conn: db.decide(conn, request_id, choice == "grant", reason)
+            )
         except ConnectionLost:
             return self.lost(s)
         except psycopg.Error as e:
-            s.flash.append(("error", f"The database refused to decide request {request_id}: {message(e)}"))
+            s.flash.append(
+                ("error", f"The database refused to decide request {request_id}: {message(e)}")
+            )
             return self.redirect("/approvals", s)
-        s.flash.append(("ok", f"Request {request_id} {'granted' if choice == 'grant' else 'denied'}."))
+        s.flash.append(
+            ("ok", f"Request {request_id} {'granted' if choice == 'grant' else 'denied'}.")
+        )
         return self.redirect("/approvals", s)
 
     async def refusals_page(self, request: Request) -> Response:
@@ -439,6 +524,7 @@ class Console:
             rows = db.refusals_by_day(conn, CHART_DAYS)
             chart = svg.refusals_chart(rows, CHART_DAYS, datetime.now(timezone.utc))
             return {"chart": chart, "recent": db.recent_refusals(conn), "days": CHART_DAYS}
+
         return await self.page(request, "refusals.html", work)
 
 
@@ -458,10 +544,19 @@ def message(e: psycopg.Error) -> str:
     return f"{text} (SQLSTATE {e.sqlstate})" if e.sqlstate else text
 
 
-def create_app(database_url: str, *, secure_cookies: bool = False, idle_timeout: float = 1800,
-               page_size: int = PAGE_SIZE, max_connections: int = 50, per_role: int = 5,
-               throttle: Throttle | None = None) -> Starlette:
-    c = Console(database_url, secure_cookies, idle_timeout, page_size, max_connections, per_role, throttle)
+def create_app(
+    database_url: str,
+    *,
+    secure_cookies: bool = False,
+    idle_timeout: float = 1800,
+    page_size: int = PAGE_SIZE,
+    max_connections: int = 50,
+    per_role: int = 5,
+    throttle: Throttle | None = None,
+) -> Starlette:
+    c = Console(
+        database_url, secure_cookies, idle_timeout, page_size, max_connections, per_role, throttle
+    )
     Handler = Callable[[Request], Awaitable[Response]]
     routes: list[tuple[str, Handler, list[str]]] = [
         ("/", c.index, ["GET"]),
@@ -476,12 +571,14 @@ def create_app(database_url: str, *, secure_cookies: bool = False, idle_timeout:
         ("/approvals/{request_id}", c.decide, ["POST"]),
         ("/refusals", c.refusals_page, ["GET"]),
     ]
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async def sweeper() -> None:  # idle sessions' connections close even when no one asks
             while True:
                 await asyncio.sleep(min(30.0, idle_timeout / 2))
                 await run_in_threadpool(c.sessions.sweep)
+
         task = asyncio.create_task(sweeper())
         try:
             yield
@@ -491,11 +588,18 @@ def create_app(database_url: str, *, secure_cookies: bool = False, idle_timeout:
 
     async def failed(request: Request, exc: Exception) -> Response:
         # Starlette's own 500 page, with the console's headers (Guarded sits inside it)
-        return Response("Internal Server Error", status_code=500, media_type="text/plain",
-                        headers=SECURITY_HEADERS)
+        return Response(
+            "Internal Server Error",
+            status_code=500,
+            media_type="text/plain",
+            headers=SECURITY_HEADERS,
+        )
 
-    app = Starlette(routes=[Route(p, h, methods=m) for p, h, m in routes], lifespan=lifespan,
-                    middleware=[Middleware(Guarded), Middleware(ServerTiming)],
-                    exception_handlers={Exception: failed})
+    app = Starlette(
+        routes=[Route(p, h, methods=m) for p, h, m in routes],
+        lifespan=lifespan,
+        middleware=[Middleware(Guarded), Middleware(ServerTiming)],
+        exception_handlers={Exception: failed},
+    )
     app.state.console = c
     return app

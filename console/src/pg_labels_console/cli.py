@@ -6,34 +6,72 @@ import argparse
 
 import uvicorn
 
+from pg_labels.timely import TimelyH11
+
 from .app import create_app
-from .limits import TimelyH11
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="pg-labels-console", description="The pg_labels web console.")
-    p.add_argument("--database", required=True,
-                   help="libpq URL or conninfo of the database, without a user or password "
-                        "(each person signs in as their own role)")
-    p.add_argument("--listen", default="127.0.0.1:8080", help="HOST:PORT to serve on (default 127.0.0.1:8080)")
-    p.add_argument("--secure-cookies", action="store_true",
-                   help="mark the session cookie Secure: set it when the console is served behind TLS")
-    p.add_argument("--idle-timeout", type=float, default=30, metavar="MINUTES",
-                   help="end a session after this many idle minutes (default 30)")
-    p.add_argument("--max-connections", type=int, default=50, metavar="N",
-                   help="signed-in sessions (each a database connection of its role) in all (default 50)")
-    p.add_argument("--max-connections-per-role", type=int, default=5, metavar="N",
-                   help="signed-in sessions of one role; its least recently used one ends when it signs in "
-                        "once more (default 5)")
+    p.add_argument(
+        "--database",
+        required=True,
+        help="libpq URL or conninfo of the database, without a user or password "
+        "(each person signs in as their own role)",
+    )
+    p.add_argument(
+        "--listen", default="127.0.0.1:8080", help="HOST:PORT to serve on (default 127.0.0.1:8080)"
+    )
+    p.add_argument(
+        "--secure-cookies",
+        action="store_true",
+        help="mark the session cookie Secure: set it when the console is served behind TLS",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=30,
+        metavar="MINUTES",
+        help="end a session after this many idle minutes (default 30)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=50,
+        metavar="N",
+        help="signed-in sessions (each a database connection of its role) in all (default 50)",
+    )
+    p.add_argument(
+        "--max-connections-per-role",
+        type=int,
+        default=5,
+        metavar="N",
+        help="signed-in sessions of one role; its least recently used one ends when it signs in "
+        "once more (default 5)",
+    )
     a = p.parse_args(argv)
     if a.max_connections < 1 or a.max_connections_per_role < 1:
         p.error("--max-connections and --max-connections-per-role must be at least 1")
     host, _, port = a.listen.rpartition(":")
-    app = create_app(a.database, secure_cookies=a.secure_cookies, idle_timeout=a.idle_timeout * 60,
-                     max_connections=a.max_connections, per_role=a.max_connections_per_role)
-    uvicorn.run(app, host=host.strip("[]") or "127.0.0.1", port=int(port), log_level="info",
-                proxy_headers=False, server_header=False, limit_concurrency=a.max_connections + 50,
-                timeout_keep_alive=5, h11_max_incomplete_event_size=16 * 1024, http=TimelyH11)
+    app = create_app(
+        a.database,
+        secure_cookies=a.secure_cookies,
+        idle_timeout=a.idle_timeout * 60,
+        max_connections=a.max_connections,
+        per_role=a.max_connections_per_role,
+    )
+    uvicorn.run(
+        app,
+        host=host.strip("[]") or "127.0.0.1",
+        port=int(port),
+        log_level="info",
+        proxy_headers=False,
+        server_header=False,
+        limit_concurrency=a.max_connections + 50,
+        timeout_keep_alive=5,
+        h11_max_incomplete_event_size=16 * 1024,
+        http=TimelyH11,
+    )
 
 
 if __name__ == "__main__":

@@ -35,10 +35,16 @@ def connect(database_url: str, role: str, password: str) -> Conn:
         connect_timeout="10",
     )
     try:
-        conn = psycopg.connect(conninfo, autocommit=True, row_factory=dict_row, prepare_threshold=None)
+        conn = psycopg.connect(
+            conninfo, autocommit=True, row_factory=dict_row, prepare_threshold=None
+        )
     except psycopg.OperationalError as e:
-        if e.sqlstate is not None and e.sqlstate.startswith("28") or "authentication" in str(e) \
-                or "not permitted to log in" in str(e) or "does not exist" in str(e):
+        if (
+            (e.sqlstate is not None and e.sqlstate.startswith("28"))
+            or "authentication" in str(e)
+            or "not permitted to log in" in str(e)
+            or "does not exist" in str(e)
+        ):
             raise SignInFailed() from None
         raise DatabaseUnreachable() from None
     return conn
@@ -48,7 +54,9 @@ def list_scopes(conn: Conn) -> list[str]:
     """The scopes the role's grants (its own and its roles') name, as the role reads them."""
     try:
         with conn.transaction():
-            rows = conn.execute("SELECT DISTINCT scope::text AS scope FROM pg_labels.grants ORDER BY 1").fetchall()
+            rows = conn.execute(
+                "SELECT DISTINCT scope::text AS scope FROM pg_labels.grants ORDER BY 1"
+            ).fetchall()
     except psycopg.errors.InsufficientPrivilege:
         return []
     return [r["scope"] for r in rows]
@@ -65,7 +73,9 @@ class RunFilter:
     label: str | None = None
     since: datetime | None = None
     until: datetime | None = None
-    after: tuple[datetime, uuid.UUID] | None = None  # keyset cursor: the last row of the page before
+    after: tuple[datetime, uuid.UUID] | None = (
+        None  # keyset cursor: the last row of the page before
+    )
 
 
 def runs(conn: Conn, f: RunFilter, limit: int) -> list[Row]:
@@ -85,8 +95,8 @@ def runs(conn: Conn, f: RunFilter, limit: int) -> list[Row]:
         where.append(sql.SQL("(r.opened_at, r.id) < (%(c_at)s, %(c_id)s)"))
         params["c_at"], params["c_id"] = f.after
     q = sql.SQL(
-        """SELECT r.id, r.agent, r.agent_version, r.scope::text AS scope, r.labels::text[] AS labels,
-                  r.opened_at, st.steps, st.last_at
+        """SELECT r.id, r.agent, r.agent_version, r.scope::text AS scope,
+                  r.labels::text[] AS labels, r.opened_at, st.steps, st.last_at
            FROM (SELECT * FROM pg_labels.runs r WHERE {where}
                  ORDER BY r.opened_at DESC, r.id DESC LIMIT %(limit)s) r
            LEFT JOIN LATERAL (SELECT count(*) AS steps, max(s.created_at) AS last_at
@@ -98,7 +108,8 @@ def runs(conn: Conn, f: RunFilter, limit: int) -> list[Row]:
 
 def run(conn: Conn, run_id: uuid.UUID) -> Row | None:
     return conn.execute(
-        """SELECT id, agent, agent_version, scope::text AS scope, labels::text[] AS labels, opened_at, listener_id
+        """SELECT id, agent, agent_version, scope::text AS scope, labels::text[] AS labels,
+                  opened_at, listener_id
            FROM pg_labels.runs WHERE id = %s""",
         [run_id],
     ).fetchone()
@@ -106,8 +117,9 @@ def run(conn: Conn, run_id: uuid.UUID) -> Row | None:
 
 def steps(conn: Conn, run_id: uuid.UUID) -> list[Row]:
     return conn.execute(
-        """SELECT id, kind, tool, labels::text[] AS labels, args, decision, rule, reason, request_id,
-                  origin_run, artifact_id, digest, share_id, crossing_ids, actor, created_at
+        """SELECT id, kind, tool, labels::text[] AS labels, args, decision, rule, reason,
+                  request_id, origin_run, artifact_id, digest, share_id, crossing_ids, actor,
+                  created_at
            FROM pg_labels.steps WHERE run_id = %s ORDER BY id""",
         [run_id],
     ).fetchall()
@@ -121,8 +133,8 @@ def verify(conn: Conn, run_id: uuid.UUID) -> Row | None:
 
 def lineage(conn: Conn, run_id: uuid.UUID) -> list[Row]:
     return conn.execute(
-        """SELECT depth, run_id, scope::text AS scope, agent, artifact_id, digest, labels::text[] AS labels,
-                  read_by, read_step, read_at
+        """SELECT depth, run_id, scope::text AS scope, agent, artifact_id, digest,
+                  labels::text[] AS labels, read_by, read_step, read_at
            FROM pg_labels.lineage(%s) ORDER BY depth, read_step""",
         [run_id],
     ).fetchall()
@@ -131,14 +143,16 @@ def lineage(conn: Conn, run_id: uuid.UUID) -> list[Row]:
 def pending_requests(conn: Conn, limit: int = 100) -> list[Row]:
     """Requests not yet decided, oldest first, with the tool's effect and the run's labels."""
     return conn.execute(
-        """SELECT q.id, q.run_id, q.tool, q.args, q.labels::text[] AS labels, q.reason, q.actor, q.created_at,
-                  r.agent, r.scope::text AS scope, r.labels::text[] AS run_labels, t.effect
+        """SELECT q.id, q.run_id, q.tool, q.args, q.labels::text[] AS labels, q.reason, q.actor,
+                  q.created_at, r.agent, r.scope::text AS scope, r.labels::text[] AS run_labels,
+                  t.effect
            FROM pg_labels.steps q
            LEFT JOIN pg_labels.runs r ON r.id = q.run_id
            LEFT JOIN pg_labels.tools t ON t.name = q.tool
            WHERE q.kind = 'approval_requested'
              AND NOT EXISTS (SELECT 1 FROM pg_labels.steps d
-                             WHERE d.run_id = q.run_id AND d.kind = 'approval_decided' AND d.request_id = q.id)
+                             WHERE d.run_id = q.run_id AND d.kind = 'approval_decided'
+                               AND d.request_id = q.id)
            ORDER BY q.id LIMIT %s""",
         [limit],
     ).fetchall()
@@ -150,21 +164,25 @@ def label_sources(conn: Conn, run_ids: list[uuid.UUID]) -> list[Row]:
         return []
     return conn.execute(
         """SELECT run_id, id, kind, tool, labels::text[] AS labels, origin_run, created_at
-           FROM pg_labels.steps WHERE run_id = ANY(%s) AND labels::text[] <> '{}'::text[] ORDER BY run_id, id""",
+           FROM pg_labels.steps WHERE run_id = ANY(%s) AND labels::text[] <> '{}'::text[]
+           ORDER BY run_id, id""",
         [run_ids],
     ).fetchall()
 
 
 def recent_decisions(conn: Conn, limit: int = 20) -> list[Row]:
     return conn.execute(
-        """SELECT d.id, d.run_id, d.request_id, d.tool, d.args, d.decision, d.reason, d.actor, d.created_at
+        """SELECT d.id, d.run_id, d.request_id, d.tool, d.args, d.decision, d.reason, d.actor,
+                  d.created_at
            FROM pg_labels.steps d WHERE d.kind = 'approval_decided' ORDER BY d.id DESC LIMIT %s""",
         [limit],
     ).fetchall()
 
 
 def decide(conn: Conn, request_id: int, granted: bool, reason: str | None) -> int:
-    row = conn.execute("SELECT pg_labels.decide_approval(%s, %s, %s) AS id", [request_id, granted, reason]).fetchone()
+    row = conn.execute(
+        "SELECT pg_labels.decide_approval(%s, %s, %s) AS id", [request_id, granted, reason]
+    ).fetchone()
     assert row is not None
     return int(row["id"])
 
@@ -173,7 +191,8 @@ def refusals_by_day(conn: Conn, days: int) -> list[Row]:
     return conn.execute(
         """SELECT date_trunc('day', created_at) AS day, coalesce(rule, '(none)') AS rule,
                   sum(coalesce(count, 1))::bigint AS n
-           FROM pg_labels.refusals WHERE created_at >= date_trunc('day', now()) - make_interval(days => %s)
+           FROM pg_labels.refusals
+           WHERE created_at >= date_trunc('day', now()) - make_interval(days => %s)
            GROUP BY 1, 2 ORDER BY 1, 2""",
         [days - 1],
     ).fetchall()

@@ -5,7 +5,6 @@ state (its CSRF token is an HMAC of a nonce in a cookie)."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import secrets
@@ -15,11 +14,12 @@ from collections import OrderedDict
 from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 SECURITY_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
-                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "same-origin",
@@ -29,16 +29,22 @@ _RAW_HEADERS = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.it
 
 # a form of the console is a few fields: 64 KiB is far more than any (a decision's reason)
 MAX_BODY = 64 * 1024
-# seconds a connection has to send a whole request, from its opening or the previous response
-REQUEST_TIMEOUT = 10.0
 FORM = b"application/x-www-form-urlencoded"
 
 
 async def _answer(send: Send, status: int, text: str) -> None:
     body = text.encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode()), *_RAW_HEADERS]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                *_RAW_HEADERS,
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -68,7 +74,9 @@ class Guarded:
         if scope["method"] in ("POST", "PUT", "PATCH", "DELETE") or has_body:
             kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
             if has_body and kind != FORM:
-                await _answer(send, 415, "Only forms (application/x-www-form-urlencoded) are accepted.")
+                await _answer(
+                    send, 415, "Only forms (application/x-www-form-urlencoded) are accepted."
+                )
                 return
             if length is not None:
                 try:
@@ -97,7 +105,8 @@ class Guarded:
                 started = True
                 present = {k.lower() for k, _ in message.get("headers", [])}
                 message["headers"] = list(message.get("headers", [])) + [
-                    (k, v) for k, v in _RAW_HEADERS if k not in present]
+                    (k, v) for k, v in _RAW_HEADERS if k not in present
+                ]
             await send(message)
 
         try:
@@ -115,8 +124,9 @@ def form_fields(body: bytes) -> dict[str, str] | None:
     """A urlencoded body's fields (the first of each name); None when it is not UTF-8."""
     try:
         text = body.decode("utf-8")
-        pairs = parse_qsl(text, keep_blank_values=True, strict_parsing=False, max_num_fields=50,
-                          errors="strict")
+        pairs = parse_qsl(
+            text, keep_blank_values=True, strict_parsing=False, max_num_fields=50, errors="strict"
+        )
     except (UnicodeDecodeError, ValueError):
         return None
     out: dict[str, str] = {}
@@ -127,7 +137,9 @@ def form_fields(body: bytes) -> dict[str, str] | None:
 
 def same(a: str, b: str) -> bool:
     """Two tokens are equal (constant time; any text compares, non-ASCII too)."""
-    return secrets.compare_digest(a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass"))
+    return secrets.compare_digest(
+        a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass")
+    )
 
 
 class Signer:
@@ -149,7 +161,7 @@ class Signer:
 class Bucket:
     """Failures allowed: `burst` at once, one more every `refill` seconds."""
 
-    __slots__ = ("tokens", "at")
+    __slots__ = ("at", "tokens")
 
     def __init__(self, burst: float) -> None:
         self.tokens = burst
@@ -166,10 +178,19 @@ class Throttle:
     copied cookie gives no more guesses than an address. Asking whether to wait records
     nothing."""
 
-    def __init__(self, per_address: int = 10, address_refill: float = 30.0,
-                 per_role: int = 20, role_refill: float = 10.0, kept: int = 10_000) -> None:
-        self.limits = {"address": (per_address, address_refill), "role": (per_role, role_refill),
-                       "browser": (per_address, address_refill)}
+    def __init__(
+        self,
+        per_address: int = 10,
+        address_refill: float = 30.0,
+        per_role: int = 20,
+        role_refill: float = 10.0,
+        kept: int = 10_000,
+    ) -> None:
+        self.limits = {
+            "address": (per_address, address_refill),
+            "role": (per_role, role_refill),
+            "browser": (per_address, address_refill),
+        }
         self.buckets: dict[str, OrderedDict[str, Bucket]] = {k: OrderedDict() for k in self.limits}
         self.kept = kept
         self.lock = threading.Lock()
@@ -215,46 +236,6 @@ class Throttle:
                 self._bucket(kind, key).tokens -= 1
 
 
-class TimelyH11(H11Protocol):
-    """uvicorn's h11 protocol, closing a connection whose request is not whole (headers and
-    body) within REQUEST_TIMEOUT of its opening or of the previous response: uvicorn bounds
-    only the time between requests, so half-sent requests would take every slot."""
-
-    _deadline: asyncio.TimerHandle | None = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm()
-
-    def _arm(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-        self._deadline = self.loop.call_later(REQUEST_TIMEOUT, self._too_slow)
-
-    def _too_slow(self) -> None:
-        self._deadline = None
-        if not self.transport.is_closing():
-            self.transport.close()
-
-    def handle_events(self) -> None:
-        super().handle_events()
-        cycle = self.cycle
-        if cycle is not None and not cycle.more_body and not cycle.response_complete and self._deadline:
-            self._deadline.cancel()
-            self._deadline = None
-
-    def on_response_complete(self) -> None:
-        # armed first: a pipelined request that is already whole disarms it as it is handled
-        if not self.transport.is_closing():
-            self._arm()
-        super().on_response_complete()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-        super().connection_lost(exc)
-
-
 class ServerTiming:
     """Adds `Server-Timing: app;dur=MS`: the time from the request to the response's headers
     (the page built and rendered), for bench/console.sh."""
@@ -271,7 +252,10 @@ class ServerTiming:
         async def timed(message: Message) -> None:
             if message["type"] == "http.response.start":
                 ms = (time.perf_counter() - start) * 1000
-                message["headers"] = list(message.get("headers", [])) + [
-                    (b"server-timing", f"app;dur={ms:.2f}".encode())]
+                message["headers"] = [
+                    *message.get("headers", []),
+                    (b"server-timing", f"app;dur={ms:.2f}".encode()),
+                ]
             await send(message)
+
         await self.app(scope, receive, timed)

@@ -30,7 +30,7 @@ class Session:
         if conn is not None:
             try:
                 conn.close()
-            except Exception:  # noqa: BLE001 - closing a broken connection
+            except Exception:
                 pass
 
 
@@ -51,7 +51,9 @@ class SessionStore:
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
         self._last_sweep = time.monotonic()
-        self._expired: dict[str, None] = {}  # ids that expired lately, oldest first: "your session expired"
+        self._expired: dict[
+            str, None
+        ] = {}  # ids that expired lately, oldest first: "your session expired"
 
     def room_for(self, role: str) -> None:
         """Make room for one more session of `role` (ending its least recently used one when
@@ -59,7 +61,9 @@ class SessionStore:
         ended: list[Session] = []
         with self._lock:
             self._sweep(force=True)
-            mine = sorted((x for x in self._sessions.values() if x.role == role), key=lambda x: x.last_seen)
+            mine = sorted(
+                (x for x in self._sessions.values() if x.role == role), key=lambda x: x.last_seen
+            )
             while len(mine) >= self.per_role:
                 oldest = mine.pop(0)
                 del self._sessions[oldest.id]
@@ -73,8 +77,13 @@ class SessionStore:
     def add(self, role: str, conn: psycopg.Connection[tuple[object, ...]]) -> Session:
         """A new signed-in session holding `conn` (Full, and `conn` closed, when there is no
         room: another sign-in took the last place meanwhile)."""
-        s = Session(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32),
-                    last_seen=time.monotonic(), role=role, conn=conn)
+        s = Session(
+            id=secrets.token_urlsafe(32),
+            csrf=secrets.token_urlsafe(32),
+            last_seen=time.monotonic(),
+            role=role,
+            conn=conn,
+        )
         with self._lock:
             full = len(self._sessions) >= self.max_connections
             if not full:

@@ -53,17 +53,30 @@ def short(text: str | None, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def lineage_graph(run: dict[str, Any] | None, run_id: uuid.UUID, rows: list[dict[str, Any]]) -> Graph:
+def lineage_graph(
+    run: dict[str, Any] | None, run_id: uuid.UUID, rows: list[dict[str, Any]]
+) -> Graph:
     nodes: dict[str, Node] = {}
     root_key = str(run_id)
-    nodes[root_key] = Node(root_key, run_id, (run or {}).get("agent") or "this run", (run or {}).get("scope") or "",
-                           0, root=True)
+    nodes[root_key] = Node(
+        root_key,
+        run_id,
+        (run or {}).get("agent") or "this run",
+        (run or {}).get("scope") or "",
+        0,
+        root=True,
+    )
     pairs: list[tuple[str, str, dict[str, Any]]] = []  # (upstream, reader, row)
     for r in rows:
         key = str(r["run_id"]) if r["run_id"] is not None else f"hidden:{r['artifact_id']}"
         if key not in nodes:
-            nodes[key] = Node(key, r["run_id"], r["agent"] or "(not visible in this scope)", r["scope"] or "",
-                              int(r["depth"]))
+            nodes[key] = Node(
+                key,
+                r["run_id"],
+                r["agent"] or "(not visible in this scope)",
+                r["scope"] or "",
+                int(r["depth"]),
+            )
         reader = str(r["read_by"])
         if reader not in nodes:  # a reader outside what lineage returned: place it a layer below
             nodes[reader] = Node(reader, r["read_by"], "", "", max(0, int(r["depth"]) - 1))
@@ -74,9 +87,11 @@ def lineage_graph(run: dict[str, Any] | None, run_id: uuid.UUID, rows: list[dict
     order: dict[str, float] = {}
     for depth in sorted(layers):
         layer = layers[depth]
+
         def barycenter(n: Node) -> float:
             xs = [order[rd] for up, rd, _ in pairs if up == n.key and rd in order]
             return sum(xs) / len(xs) if xs else 0.0
+
         layer.sort(key=lambda n: (barycenter(n), n.agent, n.key))
         for i, n in enumerate(layer):
             order[n.key] = i
@@ -85,7 +100,7 @@ def lineage_graph(run: dict[str, Any] | None, run_id: uuid.UUID, rows: list[dict
     for depth, layer in layers.items():
         row_w = len(layer) * NODE_W + (len(layer) - 1) * GAP_X
         x0 = (width - row_w) / 2
-        
+
         for i, n in enumerate(layer):
             n.x = x0 + i * (NODE_W + GAP_X)
             n.y = PAD + depth * (NODE_H + GAP_Y)
@@ -94,8 +109,16 @@ def lineage_graph(run: dict[str, Any] | None, run_id: uuid.UUID, rows: list[dict
     for up, rd, r in pairs:
         a, b = nodes[up], nodes[rd]
         # from the upstream run (below) up to the run that read its artifact
-        g.edges.append(Edge(a.x + NODE_W / 2, a.y, b.x + NODE_W / 2, b.y + NODE_H,
-                            (r["digest"] or "")[:12], list(r["labels"] or [])))
+        g.edges.append(
+            Edge(
+                a.x + NODE_W / 2,
+                a.y,
+                b.x + NODE_W / 2,
+                b.y + NODE_H,
+                (r["digest"] or "")[:12],
+                list(r["labels"] or []),
+            )
+        )
     return g
 
 
@@ -158,8 +181,10 @@ def refusals_chart(rows: list[dict[str, Any]], days: int, today: datetime) -> Ba
             h = max(n * scale, 1.0)
             y -= h
             segs.append(Segment(rule, n, left + d * step + 3, y, step - 6, h, colours[rule]))
-    ticks = [(left + d * step + step / 2, (day0 + timedelta(days=d)).strftime("%m-%d"))
-             for d in range(0, days, max(1, days // 7))]
+    ticks = [
+        (left + d * step + step / 2, (day0 + timedelta(days=d)).strftime("%m-%d"))
+        for d in range(0, days, max(1, days // 7))
+    ]
     yticks = [(baseline - v * scale, v) for v in sorted({0, peak // 2, peak})]
     legend = [(rule, colours[rule], totals.get(rule, 0)) for rule in rules]
     return BarChart(width, top + bar_area_h + bottom, segs, ticks, yticks, legend, baseline, left)

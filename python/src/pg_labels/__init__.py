@@ -26,7 +26,7 @@ from ._errors import (
 from ._values import InvalidValue, LabelSet, Scope
 
 if TYPE_CHECKING:
-    from ._guard import Verdict
+    from ._guard import Guard, Verdict
     from ._platform import (
         EFFECTS,
         AsyncPlatform,
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         Shared,
         Step,
         Tool,
+        effect_of,
         tools_from_mcp,
     )
     from ._psycopg import register, register_async
@@ -54,6 +55,8 @@ _LAZY = {
     "Step": "._platform",
     "Tool": "._platform",
     "tools_from_mcp": "._platform",
+    "effect_of": "._platform",
+    "Guard": "._guard",
     "Verdict": "._guard",
     "register": "._psycopg",
     "register_async": "._psycopg",
@@ -77,6 +80,7 @@ __all__ = [
     "DataBarrier",
     "Decision",
     "ExtensionMissing",
+    "Guard",
     "InvalidValue",
     "LabelSet",
     "PgLabelsError",
@@ -91,6 +95,7 @@ __all__ = [
     "UnknownTool",
     "UntrustedToIrreversible",
     "Verdict",
+    "effect_of",
     "refusal_from",
     "register",
     "register_async",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from ._values import InvalidValue, LabelSet
@@ -66,6 +68,12 @@ class Refusal(PgLabelsError):
     SQLSTATE: ClassVar[str | None] = None
     #: The name of the class's rule.
     RULE: ClassVar[str | None] = None
+    #: What the rule means and what to do: the HINT the database gives a tool call the rule
+    #: refuses (for ``sealed``, a change to the trail). The core's text, word for word
+    #: (tests/structure/vocabulary.py checks it); the console shows it.
+    EXPLANATION: ClassVar[str | None] = None
+    #: The class of each rule, by the rule's name, in the order the rules are checked.
+    BY_RULE: ClassVar[Mapping[str, type[Refusal]]]
 
     def __init__(
         self,
@@ -125,6 +133,13 @@ class DataBarrier(Refusal):
 
     SQLSTATE = "23L01"
     RULE = "data_barrier"
+    EXPLANATION = (
+        "This is not a policy to edit and not a missing approval: the data flow crossed a "
+        "boundary the platform is not authorized to cross. Check that the agent was published in "
+        "the right company and area; check that the channel's conversation points at the same "
+        "area as the agent; check the event binding before assuming the listener is wrong. Do "
+        "not try to fix it by widening the query: the label has already travelled."
+    )
 
 
 class UntrustedToIrreversible(Refusal):
@@ -133,6 +148,11 @@ class UntrustedToIrreversible(Refusal):
 
     SQLSTATE = "23L02"
     RULE = "untrusted_to_irreversible"
+    EXPLANATION = (
+        "Untrusted data (Slack, webhooks, events, tool results) must never reach a destructive or "
+        "financial tool, approved or not. Run such a step where no untrusted input has entered "
+        "the run."
+    )
 
 
 class ApprovalRequired(Refusal):
@@ -141,6 +161,11 @@ class ApprovalRequired(Refusal):
 
     SQLSTATE = "23L03"
     RULE = "approval_required"
+    EXPLANATION = (
+        "Record the request with pg_labels.request_approval(run, tool, args) and have a person "
+        "the DBA allows grant it with pg_labels.decide_approval(request, true): one approval lets "
+        "exactly one identical call through."
+    )
 
 
 class UnknownTool(Refusal):
@@ -148,6 +173,10 @@ class UnknownTool(Refusal):
 
     SQLSTATE = "23L04"
     RULE = "unknown_tool"
+    EXPLANATION = (
+        "Add the tool to pg_labels.tools with its effect (read, reversible_write, destructive or "
+        "financial) before calling it: tools absent from the catalog are refused."
+    )
 
 
 class Sealed(Refusal):
@@ -155,14 +184,18 @@ class Sealed(Refusal):
 
     SQLSTATE = "23L05"
     RULE = "sealed"
+    EXPLANATION = (
+        "The trail is append-only and a run's scope is sealed when it is opened. Retention goes "
+        "through pg_labels.purge(older_than), which the DBA grants."
+    )
 
 
+_RULE_CLASSES = (DataBarrier, UntrustedToIrreversible, ApprovalRequired, UnknownTool, Sealed)
+Refusal.BY_RULE = MappingProxyType({c.RULE: c for c in _RULE_CLASSES if c.RULE is not None})
 _BY_SQLSTATE: dict[str, type[Refusal]] = {
-    c.SQLSTATE: c
-    for c in (DataBarrier, UntrustedToIrreversible, ApprovalRequired, UnknownTool, Sealed)
-    if c.SQLSTATE is not None
+    c.SQLSTATE: c for c in _RULE_CLASSES if c.SQLSTATE is not None
 }
-_RULES = frozenset(c.RULE for c in _BY_SQLSTATE.values())
+_RULES = frozenset(Refusal.BY_RULE)
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _RUN = re.compile(rf"\b[Rr]un ({_UUID})\b")

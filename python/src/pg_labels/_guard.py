@@ -31,7 +31,7 @@ from ._otel import Tracing, end, set_attributes
 from ._platform import AsyncRun, Decision, Run, Step
 from ._values import LabelSet
 
-__all__ = ["OutputLabels", "Verdict"]
+__all__ = ["Guard", "OutputLabels", "Verdict"]
 
 _LabelsLike: TypeAlias = LabelSet | str | Iterable[str]
 #: The labels of a tool's output: a mapping of catalog names to labels, or a function of the
@@ -157,6 +157,21 @@ class Guard:
             return self._names.get(tool, tool)
         return self._names(tool)
 
+    def lock(self) -> threading.Lock:
+        """The lock by which the statements of every guard on this run's connection take turns
+        (a :class:`Run`'s); hold it to write on the connection between a guard's checks."""
+        return _lock(self.run.platform.conn)
+
+    def alock(self) -> asyncio.Lock:
+        """:meth:`lock` for an :class:`AsyncRun`'s connection."""
+        return _alock(self.run.platform.conn)
+
+    @staticmethod
+    def why(err: BaseException) -> str:
+        """What a guard says of an error, to the model and on the span: its class, its first
+        line and its SQLSTATE (``OperationalError: the connection is closed``)."""
+        return _why(err)
+
     def labels_of(self, tool: str, output: object) -> object:
         if self._output_labels is None:
             return None
@@ -179,7 +194,7 @@ class Guard:
         catalog = tool
         try:
             catalog = self._begin(tool, span)
-            with _lock(self.run.platform.conn):
+            with self.lock():
                 decision = self.run.gate(catalog, args)
                 step = self.run.call(catalog, args) if decision.decision == "allow" else None
                 request, state = (
@@ -201,7 +216,7 @@ class Guard:
         catalog = tool
         try:
             catalog = self._begin(tool, span)
-            async with _alock(self.run.platform.conn):
+            async with self.alock():
                 decision = await self.run.gate(catalog, args)
                 step = await self.run.call(catalog, args) if decision.decision == "allow" else None
                 request, state = (
@@ -361,7 +376,7 @@ class Guard:
         try:
             catalog = self.catalog_name(verdict.tool)
             labels = self._labels(catalog, output)
-            with _lock(self.run.platform.conn):
+            with self.lock():
                 step = self.run.result(catalog, labels=labels)
         except Exception as err:
             return None, self._not_recorded(verdict, err)
@@ -374,7 +389,7 @@ class Guard:
         try:
             catalog = self.catalog_name(verdict.tool)
             labels = self._labels(catalog, output)
-            async with _alock(self.run.platform.conn):
+            async with self.alock():
                 step = await self.run.result(catalog, labels=labels)
         except Exception as err:
             return None, self._not_recorded(verdict, err)

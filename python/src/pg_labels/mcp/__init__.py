@@ -6,7 +6,7 @@ and writes them to ``pg_labels.tools`` under names prefixed by the upstream (``f
 with the effects their annotations give (:func:`pg_labels.tools_from_mcp`; the configuration's
 overrides win). It serves the same tools downstream, over stdio or Streamable HTTP. Each
 downstream connection (an MCP session) opens a run; each ``tools/call`` goes through the
-guard of the SDK integrations (:class:`pg_labels._guard.Guard`): the gate, then a
+guard of the SDK integrations (:class:`pg_labels.Guard`): the gate, then a
 ``tool_called`` step with the real arguments before the upstream is called, and a
 ``tool_result`` step with the labels the database gives the output after. A refusal, an
 approval that waits, an unreachable database, a timeout, an unknown tool or an upstream that

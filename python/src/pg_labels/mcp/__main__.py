@@ -9,7 +9,8 @@ from collections.abc import Sequence
 import anyio
 import psycopg
 
-from .._values import LabelSet
+from pg_labels import LabelSet
+
 from .common import GatewayError, _unwrap
 from .config import Config, _settings
 from .gateway import Gateway

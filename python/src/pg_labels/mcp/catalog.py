@@ -16,7 +16,8 @@ from mcp.client.session import ClientSession, IncomingMessage
 from mcp.server.connection import Connection
 from psycopg.types.json import Jsonb
 
-from .._platform import _effect_of
+from pg_labels import effect_of
+
 from .common import (
     _TOOL_NAME,
     CatalogEntry,
@@ -95,7 +96,7 @@ class CatalogSync(Named):
             return effect, "the configuration"
         upstream = next(u for u in self.config.upstreams if u.name == route.upstream)
         if upstream.trust_annotations:
-            return _effect_of(route.tool.annotations), "its annotations (trusted upstream)"
+            return effect_of(route.tool.annotations), "its annotations (trusted upstream)"
         return "destructive", "no override, untrusted annotations"
 
     async def sync_catalog(

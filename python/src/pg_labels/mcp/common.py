@@ -15,7 +15,8 @@ from typing import Any
 import mcp_types as types
 import psycopg
 
-from .._guard import _why
+from pg_labels import Guard
+
 from .config import Config
 
 log = logging.getLogger("pg_labels.mcp")
@@ -43,11 +44,11 @@ def _unwrap(err: BaseException) -> BaseException:
 
 
 def _leaf(err: BaseException) -> str:
-    """The first error inside exception groups, as ``_why`` says it."""
+    """The first error inside exception groups, as :meth:`Guard.why` says it."""
     err = _unwrap(err)
     if isinstance(err, TimeoutError):
         return "it did not answer in time"
-    return _why(err)
+    return Guard.why(err)
 
 
 def _internal(err: BaseException) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._platform import EFFECTS
+from pg_labels import EFFECTS
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -24,10 +24,8 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .._errors import Refusal
-from .._guard import Guard, Verdict, _alock, _why
-from .._platform import AsyncPlatform, AsyncRun
-from .._values import LabelSet, Scope
+from pg_labels import AsyncPlatform, AsyncRun, Guard, LabelSet, Refusal, Scope, Verdict
+
 from .catalog import CatalogSync
 from .common import (
     CatalogEntry,
@@ -303,7 +301,7 @@ class Gateway(CatalogSync, Conversations):
         if not isinstance(run, AsyncRun):
             return verdict
         try:
-            async with _alock(run.platform.conn):
+            async with guard.alock():
                 step = await run.call(name, args)
         except Refusal as refusal:
             return Verdict(
@@ -336,7 +334,7 @@ class Gateway(CatalogSync, Conversations):
             why = (
                 f"it did not answer within {self.config.call_timeout:g}s"
                 if isinstance(err, TimeoutError)
-                else _printable(_why(err))
+                else _printable(Guard.why(err))
             )
             text = f"upstream {route.upstream} failed: {why}"
             Guard.failed_tool(verdict, err)

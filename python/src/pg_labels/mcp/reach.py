@@ -6,7 +6,8 @@ import logging
 
 import psycopg
 
-from .._values import Scope
+from pg_labels import Scope
+
 from .common import GatewayError, _quoted
 from .config import Config
 

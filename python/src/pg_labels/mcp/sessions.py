@@ -20,9 +20,8 @@ import psycopg
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 
-from .._guard import Guard
-from .._platform import AsyncPlatform, AsyncRun
-from .._values import LabelSet, Scope
+from pg_labels import AsyncPlatform, AsyncRun, Guard, LabelSet, Scope
+
 from .common import RUN_META_KEY, Named, _error
 from .config import Client, Config
 

@@ -1,0 +1,287 @@
+"""What both forms of the platform's calls share: the values they return, the checks of their
+arguments, the statements they send (every value a parameter) and the translation of a
+refusal into its exception. No I/O here: :mod:`._async` sends the statements (and
+:mod:`._sync` is generated from it)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Final
+
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from .._errors import refusal_from
+from .._values import LabelSet, Scope
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the gate decided: ``decision`` is ``allow``, ``ask`` or ``block``; ``rule`` the
+    rule that asked or blocked; ``step_id`` the ``gate_decided`` step it recorded."""
+
+    decision: str
+    rule: str | None
+    reason: str | None
+    step_id: int
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision == "allow"
+
+
+@dataclass(frozen=True)
+class Step:
+    """A step as the database recorded it (``labels`` are the step's own, completed by the
+    database: a ``tool_result`` of an untrusted tool carries ``origin:tool``, a
+    ``context_read`` the artifact's labels)."""
+
+    id: int
+    run_id: uuid.UUID
+    kind: str
+    tool: str | None
+    labels: LabelSet
+    decision: str | None
+    request_id: int | None
+
+
+@dataclass(frozen=True)
+class Shared:
+    """An artifact recorded by a run and the share that offers it."""
+
+    artifact_id: uuid.UUID
+    share_id: int
+    digest: str
+    labels: LabelSet
+    to_scope: Scope
+
+
+class _RunHandle:
+    """What ``Run`` and ``AsyncRun`` are both: a run's handle, which names the run wherever
+    a run's id is asked for (``to_run=``)."""
+
+    id: uuid.UUID
+
+
+# ---------------------------------------------------------------------------------------------
+# Arguments
+# ---------------------------------------------------------------------------------------------
+
+
+def _scope(value: object, what: str = "scope") -> Scope:
+    if isinstance(value, Scope):
+        return value
+    if isinstance(value, str):
+        return Scope(value)
+    raise TypeError(f"{what} must be a Scope or str, not {type(value).__name__}")
+
+
+def _labels(value: object) -> LabelSet:
+    if value is None:
+        return LabelSet()
+    if isinstance(value, LabelSet):
+        return value
+    if isinstance(value, str):
+        return LabelSet(value)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return LabelSet(value)
+    raise TypeError(
+        "labels must be a LabelSet, a labelset literal or a list of labels, "
+        f"not {type(value).__name__}"
+    )
+
+
+def _uuid(value: object, what: str) -> uuid.UUID:
+    if isinstance(value, uuid.UUID):
+        return value
+    if isinstance(value, _RunHandle):
+        return value.id
+    if isinstance(value, str):
+        return uuid.UUID(value)
+    raise TypeError(f"{what} must be a UUID or str, not {type(value).__name__}")
+
+
+def _name(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+    if not value:
+        raise ValueError(f"{what} must not be empty")
+    return value
+
+
+def _opt_name(value: object, what: str) -> str | None:
+    return None if value is None else _name(value, what)
+
+
+def _args(value: object) -> Jsonb | None:
+    if value is None:
+        return None
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"args must be JSON-serializable: {err}") from None
+    return Jsonb(value)
+
+
+def _bool(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{what} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def _request(value: object) -> int:
+    """An approval request's id (a step's): an int, not a bool."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"request must be an int, not {type(value).__name__}")
+    return value
+
+
+def _listener(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"listener must be an int (a listener's id), not {type(value).__name__}")
+    return value
+
+
+def _digest(content: object) -> str:
+    if isinstance(content, str):
+        data = content.encode()
+    elif isinstance(content, (bytes, bytearray, memoryview)):
+        data = bytes(content)
+    else:
+        raise TypeError(f"content must be str or bytes, not {type(content).__name__}")
+    return hashlib.sha256(data).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# Statements
+# ---------------------------------------------------------------------------------------------
+
+#: A statement and its parameters.
+Statement = tuple[sql.Composed, list[object]]
+
+
+def _insert(table: str, columns: Sequence[str], returning: str) -> sql.Composed:
+    """``INSERT INTO pg_labels.<table> (<columns>) VALUES (%s, ...) RETURNING <returning>``:
+    the names are the package's own, every value a parameter."""
+    return sql.SQL("INSERT INTO {} ({}) VALUES ({}) RETURNING {}").format(
+        sql.Identifier("pg_labels", table),
+        sql.SQL(", ").join(map(sql.Identifier, columns)),
+        sql.SQL(", ").join(sql.Placeholder() * len(columns)),
+        sql.SQL(returning),
+    )
+
+
+_STEP_RETURNING: Final = "id, run_id, kind, tool, labels, decision, request_id"
+
+
+def _returned(row: Sequence[Any] | None) -> Sequence[Any]:
+    """The row a statement with RETURNING (or a function call) gave: there is always one."""
+    if row is None:
+        raise psycopg.InterfaceError("the statement returned no row")
+    return row
+
+
+def _step(row: Sequence[Any]) -> Step:
+    return Step(
+        id=row[0],
+        run_id=row[1],
+        kind=row[2],
+        tool=row[3],
+        labels=row[4],
+        decision=row[5],
+        request_id=row[6],
+    )
+
+
+def _step_statement(run: uuid.UUID, kind: str, **columns: object) -> Statement:
+    names = ["run_id", "kind"]
+    values: list[object] = [run, kind]
+    for name, value in columns.items():
+        if value is not None:
+            names.append(name)
+            values.append(value)
+    return _insert("steps", names, _STEP_RETURNING), values
+
+
+def _open_statement(
+    agent: object, scope: object, labels: object, run_id: object, listener: object
+) -> Statement:
+    names: list[str] = []
+    values: list[object] = []
+    for name, value in (
+        ("id", None if run_id is None else _uuid(run_id, "run_id")),
+        ("agent", _opt_name(agent, "agent")),
+        ("scope", None if scope is None else _scope(scope)),
+        ("labels", None if labels is None else _labels(labels)),
+        ("listener_id", None if listener is None else _listener(listener)),
+    ):
+        if value is not None:
+            names.append(name)
+            values.append(value)
+    return _insert("runs", names, "id, agent, scope, labels"), values
+
+
+_SHARE_COLUMNS: Final = "id, to_scope"
+
+
+def _share_statements(
+    run: uuid.UUID,
+    content: object,
+    to_scope: object,
+    to_run: object,
+    labels: object,
+    description: object,
+) -> tuple[Statement, Statement]:
+    """The artifact's ``INSERT`` and the share's, whose first parameter (the artifact's id)
+    the caller puts first."""
+    if to_scope is None and to_run is None:
+        raise TypeError("share() needs to_scope or to_run")
+    scope = None if to_scope is None else _scope(to_scope, "to_scope")
+    target = None if to_run is None else _uuid(to_run, "to_run")
+    names = ["origin_run", "digest"]
+    values: list[object] = [run, _digest(content)]
+    if labels is not None:
+        names.append("labels")
+        values.append(_labels(labels))
+    if description is not None:
+        names.append("description")
+        values.append(_name(description, "description"))
+    artifact = (_insert("artifacts", names, "id, digest, labels"), values)
+    snames = ["artifact_id"]
+    svalues: list[object] = []
+    for name, value in (("to_scope", scope), ("to_run", target)):
+        if value is not None:
+            snames.append(name)
+            svalues.append(value)
+    share = (_insert("shares", snames, _SHARE_COLUMNS), svalues)
+    return artifact, share
+
+
+_GATE: Final = sql.SQL("SELECT decision, rule, reason, step_id FROM pg_labels.gate(%s, %s, %s, %s)")
+_REQUEST: Final = sql.SQL("SELECT pg_labels.request_approval(%s, %s, %s, %s, %s)")
+_DECIDE: Final = sql.SQL("SELECT pg_labels.decide_approval(%s, %s, %s)")
+_CARRIED: Final = sql.SQL("SELECT labels FROM pg_labels.runs WHERE id = %s")
+_APPROVAL: Final = sql.SQL(
+    "SELECT decision FROM pg_labels.steps "
+    "WHERE run_id = %s AND kind = 'approval_decided' AND request_id = %s"
+)
+_RUN: Final = sql.SQL("SELECT id, agent, scope, labels FROM pg_labels.runs WHERE id = %s")
+
+
+@contextmanager
+def _translate() -> Iterator[None]:
+    """Raise a pg_labels refusal as its :class:`Refusal` (``from`` the driver's error), for
+    either driver (around awaited statements too)."""
+    try:
+        yield
+    except Exception as err:
+        refusal = refusal_from(err)
+        if refusal is not None:
+            raise refusal from err
+        raise

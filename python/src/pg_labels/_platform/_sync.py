@@ -1,0 +1,276 @@
+# Generated from _async.py by python/tools/async_to_sync.py: do not edit.
+# Edit python/src/pg_labels/_platform/_async.py
+# and run the script; the python suite checks that this file is what it generates.
+"""The platform's calls, written once: :class:`AsyncPlatform` and :class:`AsyncRun` here, on
+psycopg's ``AsyncConnection`` or asyncpg; :class:`Platform` and :class:`Run` (psycopg's
+``Connection``) in ``_sync.py``, generated from this file by python/tools/async_to_sync.py.
+Docstrings are copied as written: they speak of both forms."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from psycopg import sql
+
+from .._values import LabelSet, Scope
+from ._catalog import _TOOLS_UPSERT, Tool, _catalog
+from ._common import (
+    _APPROVAL,
+    _CARRIED,
+    _DECIDE,
+    _GATE,
+    _REQUEST,
+    _RUN,
+    Decision,
+    Shared,
+    Statement,
+    Step,
+    _args,
+    _bool,
+    _labels,
+    _name,
+    _open_statement,
+    _opt_name,
+    _request,
+    _returned,
+    _RunHandle,
+    _share_statements,
+    _step,
+    _step_statement,
+    _translate,
+    _uuid,
+)
+from ._drivers import Connection, executor
+
+
+class Platform:
+    """The platform's calls on one connection.
+
+    :class:`Platform` takes a psycopg 3 ``Connection`` and registers the types on it (raising
+    :class:`ExtensionMissing` when the database has no pg_labels); :class:`AsyncPlatform`
+    takes a psycopg 3 ``AsyncConnection`` or an asyncpg connection, with the same calls
+    awaited, and registers the types on it at its first call.
+    """
+
+    def __init__(self, conn: Connection) -> None:
+        self._exec = executor(conn)
+        self.conn = conn
+
+    def _ready(self) -> None:
+        self._exec.ready()
+
+    def _one(self, query: sql.Composed | sql.SQL, params: Sequence[object]) -> Sequence[Any]:
+        self._ready()
+        with _translate():
+            with self._exec.atomic():
+                row = self._exec.fetchone(query, params)
+        return _returned(row)
+
+    def _two(
+        self, first: Statement, second: Statement
+    ) -> tuple[Sequence[Any], Sequence[Any]]:
+        """Two statements in one transaction; the second takes the first's id first."""
+        self._ready()
+        with _translate():
+            with self._exec.atomic():
+                a = _returned(self._exec.fetchone(*first))
+                b = _returned(self._exec.fetchone(second[0], [a[0], *second[1]]))
+        return a, b
+
+    def _row(self, query: sql.SQL, params: Sequence[object]) -> Sequence[Any] | None:
+        """A row read (no savepoint: a read changes nothing to undo), or ``None``."""
+        self._ready()
+        with _translate():
+            return self._exec.fetchone(query, params)
+
+    def open_run(
+        self,
+        agent: str | None,
+        scope: Scope | str | None,
+        *,
+        labels: LabelSet | str | Iterable[str] | None = None,
+        run_id: uuid.UUID | str | None = None,
+        listener: int | None = None,
+    ) -> Run:
+        """Open a run: ``INSERT INTO pg_labels.runs``. ``scope`` may be ``None`` for a run of a
+        listener, whose scope it takes. Raises :class:`DataBarrier` when the labels or the
+        listener's scope escape the scope (the run is not opened)."""
+        query, params = _open_statement(agent, scope, labels, run_id, listener)
+        row = self._one(query, params)
+        return Run(self, row[0], row[1], row[2], row[3])
+
+    def run(self, run_id: uuid.UUID | str) -> Run:
+        """A handle on an existing run; ``LookupError`` when there is none."""
+        rid = _uuid(run_id, "run_id")
+        row = self._row(_RUN, [rid])
+        if row is None:
+            raise LookupError(f"run {rid} does not exist")
+        return Run(self, row[0], row[1], row[2], row[3])
+
+    def decide_approval(self, request: int, granted: bool, reason: str | None = None) -> int:
+        """``pg_labels.decide_approval``: for the connection of a person the DBA allowed to
+        decide (not the platform's writer). Returns the ``approval_decided`` step's id."""
+        request = _request(request)
+        row = self._one(
+            _DECIDE, [request, _bool(granted, "granted"), _opt_name(reason, "reason")]
+        )
+        return int(row[0])
+
+    def sync_tools(
+        self,
+        tools: Iterable[object],
+        *,
+        effects: Mapping[str, str] | None = None,
+        trusted: Iterable[str] | Mapping[str, bool] | None = None,
+    ) -> list[Tool]:
+        """Fill ``pg_labels.tools`` from MCP tool descriptions, in one transaction.
+
+        Each tool is a dict or an object with ``name`` and ``annotations`` (and optionally
+        ``description``; MCP's own ``Tool`` models too). Its effect is ``read`` when
+        ``readOnlyHint`` is true, else ``reversible_write`` when ``destructiveHint`` is
+        explicitly false, else ``destructive`` (MCP's default for ``destructiveHint`` is
+        true); ``effects`` names the effect of tools whose annotations cannot say it
+        (``financial``) and overrides them. A tool's output is untrusted unless ``trusted``
+        names it. Tools already in the catalog are updated when they differ; others are left
+        as they are. Writing the catalog is the DBA's: run this on such a connection.
+        """
+        entries = _catalog(tools, effects=effects, trusted=trusted)
+        self._ready()
+        with _translate():
+            with self._exec.atomic():
+                self._exec.executemany(
+                    _TOOLS_UPSERT,
+                    [[t.name, t.effect, t.trusted_output, d] for t, d in entries],
+                )
+        return [t for t, _ in entries]
+
+
+class Run(_RunHandle):
+    """An open run and the steps a platform writes for it (an :class:`AsyncRun`'s calls are
+    awaited)."""
+
+    def __init__(
+        self,
+        platform: Platform,
+        run_id: uuid.UUID,
+        agent: str | None,
+        scope: Scope,
+        labels: LabelSet,
+    ) -> None:
+        self.platform = platform
+        self.id = run_id
+        self.agent = agent
+        self.scope = scope
+        self.opened_labels = labels
+
+    def __repr__(self) -> str:
+        return f"<Run {self.id} {self.agent} in {self.scope}>"
+
+    def _step(self, kind: str, **columns: object) -> Step:
+        query, params = _step_statement(self.id, kind, **columns)
+        return _step(self.platform._one(query, params))
+
+    def input(
+        self,
+        labels: LabelSet | str | Iterable[str],
+        args: object = None,
+        *,
+        reason: str | None = None,
+    ) -> Step:
+        """Record data entering the run (an ``input`` step with its labels)."""
+        return self._step(
+            "input", labels=_labels(labels), args=_args(args), reason=_opt_name(reason, "reason")
+        )
+
+    def gate(
+        self, tool: str, args: object = None, labels: LabelSet | str | Iterable[str] | None = None
+    ) -> Decision:
+        """Ask the gate (``pg_labels.gate``): recorded as a ``gate_decided`` step, never
+        raising for a decision."""
+        row = self.platform._one(
+            _GATE, [self.id, _name(tool, "tool"), _args(args), _labels(labels)]
+        )
+        return Decision(row[0], row[1], row[2], row[3])
+
+    def call(
+        self, tool: str, args: object = None, labels: LabelSet | str | Iterable[str] | None = None
+    ) -> Step:
+        """Record a ``tool_called`` step, or raise the :class:`Refusal` the database raised
+        (:class:`DataBarrier`, :class:`UntrustedToIrreversible`, :class:`ApprovalRequired`,
+        :class:`UnknownTool`)."""
+        return self._step(
+            "tool_called", tool=_name(tool, "tool"), args=_args(args), labels=_labels(labels)
+        )
+
+    def result(
+        self,
+        tool: str,
+        *,
+        labels: LabelSet | str | Iterable[str] | None = None,
+        args: object = None,
+    ) -> Step:
+        """Record a tool's result (``tool_result``); its labels gain ``origin:tool`` when the
+        tool's output is untrusted."""
+        return self._step(
+            "tool_result", tool=_name(tool, "tool"), labels=_labels(labels), args=_args(args)
+        )
+
+    def request_approval(
+        self,
+        tool: str,
+        args: object = None,
+        *,
+        labels: LabelSet | str | Iterable[str] | None = None,
+        reason: str | None = None,
+    ) -> int:
+        """``pg_labels.request_approval``: returns the request's step id, which a person
+        decides with ``decide_approval``."""
+        row = self.platform._one(
+            _REQUEST,
+            [
+                self.id,
+                _name(tool, "tool"),
+                _args(args),
+                _labels(labels),
+                _opt_name(reason, "reason"),
+            ],
+        )
+        return int(row[0])
+
+    def share(
+        self,
+        content: str | bytes,
+        *,
+        to_scope: Scope | str | None = None,
+        to_run: Run | uuid.UUID | str | None = None,
+        labels: LabelSet | str | Iterable[str] | None = None,
+        description: str | None = None,
+    ) -> Shared:
+        """Record an artifact of this run (its SHA-256 digest; at least the run's labels) and
+        share it with a scope or one run, in one transaction. Raises :class:`DataBarrier` when
+        the target cannot carry the artifact's labels and no crossing covers them."""
+        artifact, share = _share_statements(self.id, content, to_scope, to_run, labels, description)
+        arow, srow = self.platform._two(artifact, share)
+        return Shared(arow[0], srow[0], arow[1], arow[2], srow[1])
+
+    def read_context(self, artifact_id: uuid.UUID | str) -> Step:
+        """Record a ``context_read`` of a shared artifact; the run then carries its labels.
+        Raises :class:`DataBarrier` when no share offers it to this run."""
+        return self._step("context_read", artifact_id=_uuid(artifact_id, "artifact_id"))
+
+    def approval(self, request: int) -> str | None:
+        """The decision of one of this run's approval requests: ``granted``, ``denied``, or
+        ``None`` while it waits (read from the ``approval_decided`` step)."""
+        request = _request(request)
+        row = self.platform._row(_APPROVAL, [self.id, request])
+        return None if row is None else str(row[0])
+
+    def carried(self) -> LabelSet:
+        """What the run carries now (``runs.labels``)."""
+        row = self.platform._row(_CARRIED, [self.id])
+        if row is None:
+            raise LookupError(f"run {self.id} does not exist")
+        labels: LabelSet = row[0]
+        return labels
