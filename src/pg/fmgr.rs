@@ -126,15 +126,15 @@ impl<'a> Call<'a> {
         self.datum(n).value() != 0
     }
 
-    /// An `interval` argument in milliseconds (months as 30 days), 0 when NULL.
-    pub fn interval_ms(&self, n: usize) -> i64 {
+    /// An `interval` argument in milliseconds (months as 30 days), `None` when NULL.
+    pub fn interval_ms(&self, n: usize) -> Option<i64> {
         if self.is_null(n) {
-            return 0;
+            return None;
         }
         // SAFETY: the argument is an interval (the function is declared so), passed by
         // reference: a pointer to it, alive for the call.
         let i = unsafe { &*(self.datum(n).cast_mut_ptr::<pg_sys::Interval>()) };
-        i.time / 1000 + (i.day as i64 + i.month as i64 * 30) * 86_400_000
+        Some(i.time / 1000 + (i.day as i64 + i.month as i64 * 30) * 86_400_000)
     }
 
     /// The TOAST identity of a varlena argument stored out of line on disk ([`external_id`]),

@@ -54,18 +54,17 @@ pub fn generation() -> u64 {
     GENERATION.load(Ordering::Relaxed)
 }
 
-thread_local! {
-    static ON_RELATION: std::cell::RefCell<Vec<fn(Oid)>> = const { std::cell::RefCell::new(Vec::new()) };
-}
+static ON_RELATION: crate::pg::local::BackendLocal<Vec<fn(Oid)>> =
+    crate::pg::local::BackendLocal::new(Vec::new());
 
 /// # Safety
 ///
 /// Called by PostgreSQL while it reads invalidations: calls the registered functions, which
 /// neither allocate nor raise.
 unsafe extern "C-unwind" fn relation_changed_for(_arg: Datum, relid: Oid) {
-    let n = ON_RELATION.with(|l| l.borrow().len());
+    let n = ON_RELATION.with(|l| l.len());
     for i in 0..n {
-        let f = ON_RELATION.with(|l| l.borrow()[i]);
+        let f = ON_RELATION.with(|l| l[i]);
         f(relid);
     }
 }
@@ -76,7 +75,6 @@ unsafe extern "C-unwind" fn relation_changed_for(_arg: Datum, relid: Oid) {
 /// raise an error (bumping a counter is what it is for).
 pub fn on_relation_changed(f: fn(Oid)) {
     ON_RELATION.with(|l| {
-        let mut l = l.borrow_mut();
         if l.is_empty() {
             // SAFETY: registers a plain function that lives as long as the library, once.
             unsafe {

@@ -1,12 +1,10 @@
 //! Utility statements: a `ProcessUtility` hook that tells the modules that asked when a
 //! `DISCARD ALL` (a connection pooler's reset) has run.
 
+use crate::pg::local::BackendLocal;
 use pgrx::pg_sys;
-use std::cell::RefCell;
 
-thread_local! {
-    static ON_DISCARD_ALL: RefCell<Vec<fn()>> = const { RefCell::new(Vec::new()) };
-}
+static ON_DISCARD_ALL: BackendLocal<Vec<fn()>> = BackendLocal::new(Vec::new());
 
 static mut PREV_PROCESS_UTILITY: pg_sys::ProcessUtility_hook_type = None;
 
@@ -14,7 +12,6 @@ static mut PREV_PROCESS_UTILITY: pg_sys::ProcessUtility_hook_type = None;
 /// To be called from `_PG_init` (the hook is installed with the first function).
 pub fn on_discard_all(f: fn()) {
     ON_DISCARD_ALL.with(|l| {
-        let mut l = l.borrow_mut();
         if l.is_empty() {
             // SAFETY: installs a hook that lives as long as the library, once, from _PG_init
             // (one thread); the previous hook is kept and called.
@@ -79,9 +76,9 @@ unsafe extern "C-unwind" fn process_utility(
             ),
         }
         if discard_all {
-            let n = ON_DISCARD_ALL.with(|l| l.borrow().len());
+            let n = ON_DISCARD_ALL.with(|l| l.len());
             for i in 0..n {
-                let f = ON_DISCARD_ALL.with(|l| l.borrow()[i]);
+                let f = ON_DISCARD_ALL.with(|l| l[i]);
                 f();
             }
         }

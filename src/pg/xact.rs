@@ -2,8 +2,8 @@
 //! (a registry of plain functions behind one pair of PostgreSQL callbacks), and what the
 //! current transaction is (its ids, when it started, whether it is a block).
 
+use crate::pg::local::BackendLocal;
 use pgrx::pg_sys::{self, SubTransactionId, TransactionId};
-use std::cell::RefCell;
 
 /// How a transaction ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,17 +23,16 @@ pub enum SubEnd {
 /// Told at the end of a subtransaction: how it ended, its id and its parent's.
 pub type OnSubEnd = fn(SubEnd, SubTransactionId, SubTransactionId);
 
-thread_local! {
-    static ON_END: RefCell<Vec<fn(End)>> = const { RefCell::new(Vec::new()) };
-    static ON_SUB_END: RefCell<Vec<OnSubEnd>> = const { RefCell::new(Vec::new()) };
-}
+// (backend-local statics, not thread_local!: a thread-local's destructor may have run when a
+// callback comes at the process's exit)
+static ON_END: BackendLocal<Vec<fn(End)>> = BackendLocal::new(Vec::new());
+static ON_SUB_END: BackendLocal<Vec<OnSubEnd>> = BackendLocal::new(Vec::new());
 
 /// Call `f` at the end of every transaction of this backend (commit, abort or prepare), for as
 /// long as the library is loaded. Functions registered later are called first (as PostgreSQL
 /// calls its own callbacks). `f` must not raise an error: the transaction is over.
 pub fn on_end(f: fn(End)) {
     ON_END.with(|l| {
-        let mut l = l.borrow_mut();
         if l.is_empty() {
             // SAFETY: registers a plain function that lives as long as the library, once.
             unsafe { pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut()) };
@@ -45,7 +44,6 @@ pub fn on_end(f: fn(End)) {
 /// Call `f` at the end of every subtransaction (released or rolled back), as [`on_end`].
 pub fn on_subtransaction_end(f: OnSubEnd) {
     ON_SUB_END.with(|l| {
-        let mut l = l.borrow_mut();
         if l.is_empty() {
             // SAFETY: as in on_end.
             unsafe {
@@ -70,9 +68,9 @@ unsafe extern "C-unwind" fn xact_callback(
         _ => return,
     };
     // (one at a time: the list is not borrowed while a function runs)
-    let n = ON_END.with(|l| l.borrow().len());
+    let n = ON_END.with(|l| l.len());
     for i in (0..n).rev() {
-        let f = ON_END.with(|l| l.borrow()[i]);
+        let f = ON_END.with(|l| l[i]);
         f(end);
     }
 }
@@ -91,9 +89,9 @@ unsafe extern "C-unwind" fn subxact_callback(
         pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB => SubEnd::Abort,
         _ => return,
     };
-    let n = ON_SUB_END.with(|l| l.borrow().len());
+    let n = ON_SUB_END.with(|l| l.len());
     for i in (0..n).rev() {
-        let f = ON_SUB_END.with(|l| l.borrow()[i]);
+        let f = ON_SUB_END.with(|l| l[i]);
         f(end, my, parent);
     }
 }

@@ -105,12 +105,14 @@ sql_function! {
     /// Planner support of `scope <@ scope`: turns `col <@ const` into the btree range
     /// `col >= const AND col < upper(const)` (see `scope::subtree_upper`).
     fn pgl_scope_contained_support(call) {
-        crate::types::scope_support::index_condition(&call, 0)
+        // SAFETY: the SQL declaration (sql/types.sql) makes this a planner support function.
+        unsafe { crate::types::scope_support::index_condition(&call, 0) }
     }
 
     /// Planner support of `scope @> scope`: the same for `const @> col`.
     fn pgl_scope_contains_support(call) {
-        crate::types::scope_support::index_condition(&call, 1)
+        // SAFETY: the SQL declaration (sql/types.sql) makes this a planner support function.
+        unsafe { crate::types::scope_support::index_condition(&call, 1) }
     }
 }
 

@@ -27,8 +27,10 @@ fn subtree(bytes: &[u8]) -> Result<Option<(Datum, Datum)>> {
 
 /// Answer the planner's support request of a containment function whose index-side argument
 /// is `col_arg` (0 for `col <@ const`, 1 for `const @> col`).
-pub fn index_condition(call: &Call<'_>, col_arg: i32) -> Result<Datum> {
-    // SAFETY: the SQL declarations of the two support functions (sql/types.sql) make argument 0
-    // the planner's support request.
+///
+/// # Safety
+/// `call` must be a call of a planner support function: argument 0 the planner's request.
+pub(crate) unsafe fn index_condition(call: &Call<'_>, col_arg: i32) -> Result<Datum> {
+    // SAFETY: the caller's guarantee.
     unsafe { crate::pg::planner::btree_range_condition(call.datum(0), col_arg, subtree) }
 }

@@ -208,11 +208,7 @@ crate::sql_function! {
     /// every refusal this session made has been written to `pg_labels.refused_writes` (those
     /// counted together included), false if that did not happen within the timeout.
     fn pgl_refusals_recorded(call) {
-        let timeout_ms = if call.is_null(0) {
-            10_000
-        } else {
-            call.interval_ms(0)
-        };
+        let timeout_ms = call.interval_ms(0).unwrap_or(10_000);
         let timeout_ms = timeout_ms.clamp(0, 3_600_000);
         let now = || crate::pg::backend::now() / 1000;
         let start = now();
