@@ -64,17 +64,24 @@ fi
 lint_package mcp "$ROOT/tests/mcp"
 
 db=pg_labels_mcp
-fresh_databases $db
-"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$db" -c "CREATE EXTENSION pg_labels"
-# ... and its roles and grants, in the test database (then dropped: the tests make roles of
-# their own, the same grants under names of their own, in conftest.py)
+docs_db=pg_labels_mcp_docs
+fresh_databases $db $docs_db
+for d in $db $docs_db; do
+    "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$d" -c "CREATE EXTENSION pg_labels"
+done
+# ... and its roles and grants, in a database of their own (then dropped: the tests make roles
+# of their own, the same grants under names of their own, in conftest.py) ...
 drop_doc_roles() {
     for role in mcp_gateway mcp_catalog; do
         "$PGBIN/psql" -X -q -d "$db" -c "DROP OWNED BY $role" -c "DROP ROLE $role" >/dev/null 2>&1 || true
     done
 }
 drop_doc_roles
-(cd "$ROOT" && PATH="$PGBIN:$PATH" PGDATABASE=$db bash -euo pipefail -c "$(docs_block 2)")
+(cd "$ROOT" && PATH="$PGBIN:$PATH" PGDATABASE=$docs_db bash -euo pipefail -c "$(docs_block 2)")
+# ... where its Python client starts the gateway, as written (tests/mcp/docs_example.py)
+PGDATABASE=$docs_db MCP_SERVERS=$servers/node_modules/.bin PATH="$venv/bin:$PATH" \
+    "$venv/bin/python" "$ROOT/tests/mcp/docs_example.py" "$ROOT"
+admin -c "DROP DATABASE $docs_db WITH (FORCE)"
 drop_doc_roles
 
 echo "mcp: pytest (the gateway with $(cd "$servers" && node -p 'const l = require("./package-lock.json").packages; ["server-filesystem", "server-everything"].map(n => n + " " + l["node_modules/@modelcontextprotocol/" + n].version).join(", ")'))"
