@@ -4,8 +4,9 @@
 # server-everything, against a running server. Needs PGHOST/PGPORT/PGUSER (a superuser) of a
 # cluster where pg_labels is installed (this script does not install it) and PGBIN, the
 # directory of initdb/pg_ctl/psql (one test stops and starts a cluster of its own, made with
-# them in a temporary directory). Makes a fresh database pg_labels_mcp and drops it at the end;
-# the tests make their own roles (labels_mcp_*) and drop them.
+# them in a temporary directory). Makes fresh databases pg_labels_mcp (the tests) and
+# pg_labels_mcp_docs (docs/mcp.md's roles and Python client, as written) and drops them at the
+# end; the tests make their own roles (labels_mcp_*) and drop them.
 #
 # The virtual environment is tests/python's (tests/python/venv.sh: python/requirements-test.txt,
 # where mcp is pinned). The servers are installed with `npm ci` from tests/mcp/package.json and
