@@ -132,7 +132,7 @@ def main() -> int:
         owners = conn.execute(
             "SELECT DISTINCT owner FROM pg_labels.tools WHERE name LIKE 'fs.%'"
         ).fetchall()
-    assert steps == [("tool_called", 3), ("tool_result", 3)], steps
+    assert steps == [("gate_decided", 3), ("tool_called", 3), ("tool_result", 3)], steps
     assert owners == [("desktop-acme",)], owners
     return 0
 
