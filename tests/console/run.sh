@@ -35,6 +35,25 @@ fi
 "$VENV/bin/pip" install -q --disable-pip-version-check -r console/requirements-test.txt
 "$VENV/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps ./python ./console
 
+# Installing the repository's packages writes nothing into the checkout: both, as
+# docs/console.md installs them, into a throwaway virtualenv (pip's build isolation, the build
+# backend from PyPI, as a user's pip does); what git sees, ignored files too, is the same after
+if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    log "pip install ./python ./console leaves the checkout as it was (git status --ignored)"
+    seen() { git -C "$ROOT" status --porcelain --ignored; }
+    before=$(seen)
+    scratch=$(mktemp -d /tmp/pg_labels_install.XXXXXX)
+    python3 -m venv "$scratch"
+    "$scratch/bin/pip" install -q --disable-pip-version-check --no-deps ./python ./console
+    rm -rf "$scratch"
+    after=$(seen)
+    if [ "$before" != "$after" ]; then
+        echo "console: FAILED (installing ./python ./console wrote into the checkout:)" >&2
+        diff <(echo "$before") <(echo "$after") >&2 || true
+        exit 1
+    fi
+fi
+
 # ruff (the repository's ruff.toml, as for python/) and mypy --strict (console/pyproject.toml)
 log "ruff and mypy --strict"
 "$VENV/bin/ruff" check -q --no-cache --config console/pyproject.toml console/src tests/console

@@ -4,8 +4,9 @@
 # server-everything, against a running server. Needs PGHOST/PGPORT/PGUSER (a superuser) of a
 # cluster where pg_labels is installed (this script does not install it) and PGBIN, the
 # directory of initdb/pg_ctl/psql (one test stops and starts a cluster of its own, made with
-# them in a temporary directory). Makes a fresh database pg_labels_mcp and drops it at the end;
-# the tests make their own roles (labels_mcp_*) and drop them.
+# them in a temporary directory). Makes fresh databases pg_labels_mcp (the tests) and
+# pg_labels_mcp_docs (docs/mcp.md's roles and Python client, as written) and drops them at the
+# end; the tests make their own roles (labels_mcp_*) and drop them.
 #
 # The virtual environment is tests/python's (tests/python/venv.sh: python/requirements-test.txt,
 # where mcp is pinned). The servers are installed with `npm ci` from tests/mcp/package.json and
@@ -64,17 +65,24 @@ fi
 lint_package mcp "$ROOT/tests/mcp"
 
 db=pg_labels_mcp
-fresh_databases $db
-"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$db" -c "CREATE EXTENSION pg_labels"
-# ... and its roles and grants, in the test database (then dropped: the tests make roles of
-# their own, the same grants under names of their own, in conftest.py)
+docs_db=pg_labels_mcp_docs
+fresh_databases $db $docs_db
+for d in $db $docs_db; do
+    "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$d" -c "CREATE EXTENSION pg_labels"
+done
+# ... and its roles and grants, in a database of their own (then dropped: the tests make roles
+# of their own, the same grants under names of their own, in conftest.py) ...
 drop_doc_roles() {
     for role in mcp_gateway mcp_catalog; do
         "$PGBIN/psql" -X -q -d "$db" -c "DROP OWNED BY $role" -c "DROP ROLE $role" >/dev/null 2>&1 || true
     done
 }
 drop_doc_roles
-(cd "$ROOT" && PATH="$PGBIN:$PATH" PGDATABASE=$db bash -euo pipefail -c "$(docs_block 2)")
+(cd "$ROOT" && PATH="$PGBIN:$PATH" PGDATABASE=$docs_db bash -euo pipefail -c "$(docs_block 2)")
+# ... where its Python client starts the gateway, as written (tests/mcp/docs_example.py)
+PGDATABASE=$docs_db MCP_SERVERS=$servers/node_modules/.bin PATH="$venv/bin:$PATH" \
+    "$venv/bin/python" "$ROOT/tests/mcp/docs_example.py" "$ROOT"
+admin -c "DROP DATABASE $docs_db WITH (FORCE)"
 drop_doc_roles
 
 echo "mcp: pytest (the gateway with $(cd "$servers" && node -p 'const l = require("./package-lock.json").packages; ["server-filesystem", "server-everything"].map(n => n + " " + l["node_modules/@modelcontextprotocol/" + n].version).join(", ")'))"

@@ -62,6 +62,9 @@ def test_check_prints_the_catalog(tmp_path: Path, files: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
+    # a successful run says nothing (server-everything's tools/list_changed as it starts is
+    # no failed sync when the gateway closes it); what the servers say of themselves aside
+    assert not said(done.stderr), done.stderr
     out = done.stdout
     lines = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:]}
     for name, effect in FS_EFFECTS.items():
@@ -71,6 +74,63 @@ def test_check_prints_the_catalog(tmp_path: Path, files: Path) -> None:
     # who set each effect: the configuration, or the annotations of an upstream it trusts
     assert " ".join(lines["fs.list_directory"][3:]) == "set by the configuration"
     assert " ".join(lines["fs.write_file"][3:]) == "set by its annotations (trusted upstream)"
+
+
+def said(stderr: str) -> list[str]:
+    """What the gateway logged (warnings and errors, at its default level)."""
+    return [line for line in stderr.splitlines() if line.startswith("pg-labels-mcp:")]
+
+
+def test_a_current_catalog_needs_no_catalog_role(tmp_path: Path, files: Path) -> None:
+    """The gateway compares the catalog first: when it holds every tool as the gateway would
+    write it, nothing is written, and the sessions' role (it reads pg_labels.tools) starts the
+    gateway with --database and --config alone; when a tool differs, that role may not write
+    it and the gateway says what to configure (docs/mcp.md, "With the Python client")."""
+    gateway = os.environ.get("GATEWAY", "pg-labels-mcp")
+    config, _ = write_config(tmp_path / "gw.toml", files=files, everything=None)
+    changed, _ = write_config(
+        tmp_path / "changed.toml",
+        files=files,
+        everything=None,
+        tools={"fs.list_directory": {"effect": "destructive"}},
+    )
+
+    def check(config: Path, *, catalog: bool) -> Any:
+        args = (
+            gateway_args(config)
+            if catalog
+            else ["--database", dsn(PLATFORM), "--config", str(config)]
+        )
+        return subprocess.run(
+            [gateway, *args, "--check"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    written = check(config, catalog=True)
+    assert written.returncode == 0 and not said(written.stderr), written.stderr
+    alone = check(config, catalog=False)
+    assert alone.returncode == 0, alone.stderr
+    assert not said(alone.stderr), alone.stderr
+    assert alone.stdout == written.stdout
+    # a tool whose effect the configuration changes: the catalog must be written
+    refused = check(changed, catalog=False)
+    assert refused.returncode == 2, refused.stderr
+    assert "the tool catalog must be written (fs.list_directory not as this gateway" in (
+        refused.stderr
+    ), refused.stderr
+    assert f"role {PLATFORM} may not write it" in refused.stderr, refused.stderr
+    assert "--catalog-database or catalog_database" in refused.stderr, refused.stderr
+    with connect() as conn:
+        row = conn.execute(
+            "SELECT effect FROM pg_labels.tools WHERE name = 'fs.list_directory'"
+        ).fetchone()
+    assert row == ("read",)
+    # ... as the catalog role it is, and then is current for the sessions' role too
+    assert check(changed, catalog=True).returncode == 0
+    assert check(changed, catalog=False).returncode == 0
+    assert check(config, catalog=True).returncode == 0
 
 
 def test_settings_from_the_environment(tmp_path: Path, files: Path) -> None:

@@ -49,6 +49,7 @@ class CatalogSync(Named):
     _sessions: weakref.WeakKeyDictionary[Connection, _Session]
     _resync: asyncio.Lock
     _tasks: set[asyncio.Task[None]]
+    _closing: bool
 
     async def _list_upstream(self, name: str) -> list[types.Tool]:
         session = self.upstreams[name]
@@ -172,6 +173,54 @@ class CatalogSync(Named):
         routes: Mapping[str, _Route],
         accept: bool,
     ) -> list[CatalogEntry]:
+        # compare first: a catalog that holds every tool as this gateway would write it needs
+        # no write, so a role that only reads pg_labels.tools (the sessions') starts the gateway
+        cur = await conn.execute(
+            "SELECT name, effect, trusted_output, owner, definition_digest "
+            "FROM pg_labels.tools WHERE name = ANY(%s)",
+            [list(routes)],
+        )
+        current: dict[str, tuple[Any, ...]] = {r[0]: r for r in await cur.fetchall()}
+        catalog: list[CatalogEntry] = []
+        differ: list[str] = []
+        for name, route in routes.items():
+            effect, source = self._effect(name, route)
+            trusted = bool(self.config.trusted.get(name, False))
+            if current.get(name) == (name, effect, trusted, self.owner, route.digest):
+                catalog.append(CatalogEntry(name, effect, trusted, source, None))
+            else:
+                differ.append(name)
+        if not differ:
+            return catalog
+        try:
+            return await self._write(conn, listed, routes, accept)
+        except psycopg.errors.InsufficientPrivilege as err:
+            role = conn.info.user
+            shown = ", ".join(_printable(n) for n in differ[:3])
+            more = f" and {len(differ) - 3} more" if len(differ) > 3 else ""
+            given = self.config.catalog_database is not None
+            raise GatewayError(
+                f"the tool catalog must be written ({shown}{more} not as this gateway "
+                f"offers them) and role {_printable(role)} may not write it "
+                f"({_printable(_leaf(err))}): "
+                + (
+                    f"grant role {_printable(role)} what docs/mcp.md#roles-and-grants grants "
+                    "the catalog role"
+                    if given
+                    else "name the gateway's catalog role with --catalog-database or "
+                    "catalog_database, granted as docs/mcp.md#roles-and-grants shows"
+                )
+            ) from err
+
+    async def _write(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        listed: Mapping[str, list[types.Tool]],
+        routes: Mapping[str, _Route],
+        accept: bool,
+    ) -> list[CatalogEntry]:
+        """The catalog's writes (a tool of this gateway's new or changed): its namespaces
+        checked first."""
         for namespace in listed:
             await self._claim(conn, namespace)
         cur = await conn.execute(
@@ -278,6 +327,12 @@ class CatalogSync(Named):
                 tools = await self._list_upstream(name)
                 await self.sync_catalog({**self.listed, name: tools})
             except Exception as err:
+                if self._closing:
+                    # the gateway closed the upstream while it listed its tools: no failure
+                    log.info(
+                        "upstream %s changed its tools as the gateway closed", _printable(name)
+                    )
+                    return
                 log.error(
                     "upstream %s changed its tools; syncing failed, the tools stay as they "
                     "were: %s",

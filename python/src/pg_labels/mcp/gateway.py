@@ -73,6 +73,8 @@ class Gateway(CatalogSync, Conversations):
         self._runs: OrderedDict[str, _Session] = OrderedDict()
         self._token_key = secrets.token_bytes(32)
         self._tasks: set[asyncio.Task[None]] = set()
+        # the gateway is closing its upstreams: a sync that fails then is not reported
+        self._closing = False
         self.server: Server[Any] = Server(
             "pg-labels-mcp",
             version="0.3.0",
@@ -123,7 +125,18 @@ class Gateway(CatalogSync, Conversations):
                         "--catalog-database a role that may write pg_labels.tools, "
                         "tool_namespaces and tool_definitions (docs/mcp.md)"
                     ) from err
-            yield self
+            try:
+                yield self
+            finally:
+                # the upstreams close next: a sync an upstream's change started (server-
+                # everything announces one as it starts) ends here, not as a failed sync
+                self._closing = True
+                tasks = list(self._tasks)
+                for task in tasks:
+                    task.cancel()
+                if tasks:
+                    with anyio.CancelScope(shield=True):
+                        await asyncio.wait(tasks, timeout=self.config.db_timeout)
 
     async def check_reach(self) -> None:
         """Refuse to start unless the role acts exactly in the gateway's scope (reach.py)."""
