@@ -74,7 +74,7 @@ def grant_roles(conn: psycopg.Connection[Any]) -> None:
         conn.execute(
             sql.SQL(
                 "GRANT SELECT ON pg_labels.tools, pg_labels.listeners, "
-                "pg_labels.approval_points TO {}"
+                "pg_labels.approval_points, pg_labels.tool_namespaces TO {}"
             ).format(ident(writer))
         )
     conn.execute(

@@ -28,6 +28,7 @@ from conftest import (
     everything_http,
     free_port,
     gateway_args,
+    give_namespace,
     grant_roles,
     http_gateway,
     http_session,
@@ -114,6 +115,17 @@ def test_a_current_catalog_needs_no_catalog_role(tmp_path: Path, files: Path) ->
     assert alone.returncode == 0, alone.stderr
     assert not said(alone.stderr), alone.stderr
     assert alone.stdout == written.stdout
+    # a namespace the DBA took back stops it, with the sessions' role as with the catalog's
+    with connect() as conn:
+        conn.execute("DELETE FROM pg_labels.tool_namespaces WHERE namespace = 'fs'")
+    try:
+        for catalog in (False, True):
+            taken = check(config, catalog=catalog)
+            assert taken.returncode == 2, taken.stderr
+            assert "namespace fs" in taken.stderr, taken.stderr
+    finally:
+        with connect() as conn:
+            give_namespace(conn, "fs")
     # a tool whose effect the configuration changes: the catalog must be written
     refused = check(changed, catalog=False)
     assert refused.returncode == 2, refused.stderr

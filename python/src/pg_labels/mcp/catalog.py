@@ -166,6 +166,26 @@ class CatalogSync(Named):
                 "differently, or have the DBA give it to this gateway (docs/mcp.md)"
             )
 
+    async def _namespaces_given(
+        self, conn: psycopg.AsyncConnection[Any], listed: Mapping[str, list[types.Tool]]
+    ) -> bool:
+        """Every upstream's namespace is still given to this gateway (a row of
+        pg_labels.tool_namespaces naming it): read as the connection's role when it may read
+        them; false otherwise (the catalog is then written, and its namespaces checked in full,
+        as the catalog role). A namespace the DBA took back stops the gateway at its start."""
+        cur = await conn.execute(
+            "SELECT pg_catalog.has_table_privilege('pg_labels.tool_namespaces', 'SELECT')"
+        )
+        may = await cur.fetchone()
+        if not may or not may[0]:
+            return False
+        cur = await conn.execute(
+            "SELECT namespace, owner FROM pg_labels.tool_namespaces WHERE namespace = ANY(%s)",
+            [list(listed)],
+        )
+        given = {r[0]: r[1] for r in await cur.fetchall()}
+        return all(given.get(namespace) == self.owner for namespace in listed)
+
     async def _write_catalog(
         self,
         conn: psycopg.AsyncConnection[Any],
@@ -190,7 +210,7 @@ class CatalogSync(Named):
                 catalog.append(CatalogEntry(name, effect, trusted, source, None))
             else:
                 differ.append(name)
-        if not differ:
+        if not differ and await self._namespaces_given(conn, listed):
             return catalog
         try:
             return await self._write(conn, listed, routes, accept)

@@ -94,7 +94,7 @@ class Gateway(CatalogSync, Conversations):
                 await self.check_reach()
         except psycopg.Error as err:
             raise GatewayError(
-                f"where the database role may act could not be read: {_leaf(err)}"
+                f"where the database role may act could not be read: {_printable(_leaf(err))}"
             ) from err
         async with contextlib.AsyncExitStack() as stack:
             for upstream in self.config.upstreams:
@@ -102,7 +102,7 @@ class Gateway(CatalogSync, Conversations):
                     await self._connect(stack, upstream)
                 except Exception as err:
                     raise GatewayError(
-                        f"upstream {upstream.name} could not be started: {_leaf(err)}"
+                        f"upstream {upstream.name} could not be started: {_printable(_leaf(err))}"
                     ) from err
             # an upstream may announce a change as soon as it is initialized (server-everything
             # does): that resync waits for this one
@@ -113,7 +113,7 @@ class Gateway(CatalogSync, Conversations):
                         listed[name] = await self._list_upstream(name)
                     except Exception as err:
                         raise GatewayError(
-                            f"upstream {name} did not list its tools: {_leaf(err)}"
+                            f"upstream {name} did not list its tools: {_printable(_leaf(err))}"
                         ) from err
                 try:
                     await self.sync_catalog(listed, accept=accept)
@@ -121,7 +121,7 @@ class Gateway(CatalogSync, Conversations):
                     raise
                 except Exception as err:
                     raise GatewayError(
-                        f"the tool catalog could not be written ({_leaf(err)}): give "
+                        f"the tool catalog could not be written ({_printable(_leaf(err))}): give "
                         "--catalog-database a role that may write pg_labels.tools, "
                         "tool_namespaces and tool_definitions (docs/mcp.md)"
                     ) from err

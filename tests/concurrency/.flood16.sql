@@ -1,0 +1,1 @@
+SET ROLE stress_platform; SELECT try_pay(1);
