@@ -30,4 +30,5 @@ SELECT agent, version, step, tool, path FROM pg_labels.approval_points WHERE age
 \echo '== A run of the version has its scope; opening it anywhere else is refused'
 INSERT INTO pg_labels.runs (agent, agent_version) VALUES ('support-bot', 1) RETURNING scope AS "run scope";
 INSERT INTO pg_labels.runs (agent, agent_version, scope) VALUES ('support-bot', 1, 'acme/finance');
+SELECT pg_labels.refusals_recorded() AS "refused, and on the record";
 RESET ROLE;

@@ -36,6 +36,11 @@ from .sessions import _Session
 log = logging.getLogger("pg_labels.mcp")
 
 
+class _NotTheCatalogRole(Exception):
+    """The namespace is this gateway's, but the connection's role is not the one it was given
+    to: the catalog may not be written as this role."""
+
+
 class CatalogSync(Named):
     """The upstreams' tools and the catalog the gateway writes for them (a part of
     :class:`~pg_labels.mcp.gateway.Gateway`)."""
@@ -158,7 +163,12 @@ class CatalogSync(Named):
                 f"('{_quoted(namespace)}', '{_quoted(self.owner)}', '{_quoted(role)}') "
                 "(docs/mcp.md)"
             )
-        if row[0] != self.owner or not row[2]:
+        if row[0] == self.owner and not row[2]:
+            # this gateway's namespace, but its tools are written by another role than this one
+            raise _NotTheCatalogRole(
+                f"namespace {_printable(namespace)} is written by role {_printable(row[1])}"
+            )
+        if row[0] != self.owner:
             raise GatewayError(
                 f"the tools of upstream {_printable(namespace)} are another gateway's: "
                 f"namespace {_printable(namespace)} is claimed by gateway "
@@ -214,7 +224,7 @@ class CatalogSync(Named):
             return catalog
         try:
             return await self._write(conn, listed, routes, accept)
-        except psycopg.errors.InsufficientPrivilege as err:
+        except (psycopg.errors.InsufficientPrivilege, _NotTheCatalogRole) as err:
             role = conn.info.user
             shown = ", ".join(_printable(n) for n in differ[:3])
             more = f" and {len(differ) - 3} more" if len(differ) > 3 else ""

@@ -1,1 +1,0 @@
-SET ROLE stress_platform; SELECT try_pay(1);
