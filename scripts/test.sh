@@ -183,7 +183,10 @@ done
 # cargo pgrx test leaves installed. The README's steps name Debian's PostgreSQL 15: for another
 # version the same build is installed into that server.
 export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_INCREMENTAL=true
-if [ "$PG_MAJOR" = 15 ]; then
+if [ -n "${PG_LABELS_SKIP_INSTALL:-}" ]; then
+    # a developer's shortcut (several worktrees, one server): test the build installed already
+    log "PG_LABELS_SKIP_INSTALL: testing the pg_labels installed in $($PG_CONFIG --pkglibdir)"
+elif [ "$PG_MAJOR" = 15 ]; then
     log "building and installing pg_labels with the README's install steps (release, LTO off)"
     install_log=$(mktemp /tmp/pg_labels_install.XXXXXX)
     if ! python3 "$ROOT/tests/docs/run.py" "$ROOT" --install >"$install_log" 2>&1; then
