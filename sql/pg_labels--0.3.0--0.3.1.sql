@@ -755,8 +755,8 @@ BEGIN
               WHERE c.oid = 'pg_labels.trail'::pg_catalog.regclass
                 AND a.privilege_type = 'SELECT' AND a.grantee <> c.relowner
     LOOP
-        EXECUTE pg_catalog.format('GRANT SELECT ON pg_labels.approval_requests TO %s',
-            CASE WHEN r.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(r.grantee)) END); -- %s: PUBLIC or a quoted role
+        EXECUTE pg_catalog.format('GRANT SELECT ON pg_labels.approval_requests TO %s', -- %s: PUBLIC or a quoted role
+            CASE WHEN r.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(r.grantee)) END);
     END LOOP;
 END
 $requests$;
