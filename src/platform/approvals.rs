@@ -144,20 +144,19 @@ fn decide(request: i64, granted: bool, reason: Option<Datum>, withdraw: bool) ->
                     return Err(refusal::no_request(request).into());
                 }
             }
+            let requester: String = req.get(0, 2)?.unwrap_or_default();
+            // a withdrawal is the requester's own: to any other role, a request is answered
+            // exactly as one that does not exist (its refusal's record names no run either)
+            if withdraw && requester != approver {
+                return Err(refusal::no_request(request).into());
+            }
             let run: Uuid = req.must(0, 1)?;
             crate::platform::refused::about(|a| a.run = Some(run));
-            let requester: String = req.get(0, 2)?.unwrap_or_default();
             let tool: Option<String> = req.get(0, 3)?;
             let args: Option<Jsonb> = req.get(0, 4)?;
             let decided = req.get::<bool>(0, 5)?.unwrap_or(false);
             let expires_at = req.get::<Timestamp>(0, 6)?;
-            if withdraw {
-                // the requester's own: to any other role, a request is answered exactly as
-                // one that does not exist (no role learns which ids are requests)
-                if requester != approver {
-                    return Err(refusal::no_request(request).into());
-                }
-            } else if requester == approver {
+            if !withdraw && requester == approver {
                 return Err(refusal::approver_denied(
                     format!("approval_required: role {approver} requested approval {request} and cannot decide it"),
                     format!("Approval request {request} was written by {requester}."),
