@@ -109,7 +109,7 @@ done
 mkdir -p "$SHOTS"
 log "HTTP-level tests, then the browser"
 set +e
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/console/test_http.py tests/console/test_attacks.py tests/console/test_browser.py
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/console/test_http.py tests/console/test_attacks.py tests/console/test_notify.py tests/console/test_browser.py
 status=$?
 set -e
 if [ $status != 0 ]; then
