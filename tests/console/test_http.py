@@ -380,7 +380,8 @@ def test_a_request_has_a_page(ids: dict[str, Any]) -> None:
         assert 'id="status">pending<' in page
         assert "tickets.update" in page and "&#34;ticket&#34;: 5005" in page
         assert ids["wait_run"] in page and "waiting-bot" in page
-        assert "the customer asked" in page and "approval_required" in page  # why it asks
+        why = page.split('id="why"')[1].split("</dd>")[0]
+        assert "the customer asked" in why and "approval_required" in why, why  # why it asks
         assert "origin:slack/T01/C09" in page
         assert 'id="requested-by">demo_platform<' in page
         assert 'name="from" value="request"' in page and 'value="grant"' in page

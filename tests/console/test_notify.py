@@ -162,7 +162,8 @@ def as_role(role: str, *statements: tuple[str, tuple[Any, ...]]) -> Any:
             conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
             row = None
             for query, params in statements:
-                row = conn.execute(query, params).fetchone()
+                cur = conn.execute(query, params)
+                row = cur.fetchone() if cur.description else None
     return row[0] if row else None
 
 
@@ -309,13 +310,25 @@ def test_the_body_is_bounded_and_hostile_values_stay_text() -> None:
     for b in body["blocks"]:
         if b["type"] == "section" and "text" in b:
             assert len(b["text"]["text"]) <= 3000
-    text = json.dumps(body)
+    # what Slack parses (`text` and mrkdwn) holds them as text; plain_text is never parsed
+    parsed = [body["text"], *mrkdwn_of(body["blocks"])]
+    text = json.dumps(parsed)
     assert "<!everyone>" not in text and "<https://evil.example|bank>" not in text
     assert "&lt;!everyone&gt;" in text
     data = encode(body, limits)
     assert len(data) <= limits.body
     small = encode(body, Limits(body=2048))
     assert len(small) <= 2048 and f"{CONSOLE}/approvals/7" in small.decode()
+
+
+def mrkdwn_of(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        if value.get("type") == "mrkdwn":
+            return [value["text"]]
+        return [t for v in value.values() for t in mrkdwn_of(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in mrkdwn_of(v)]
+    return []
 
 
 def test_retry_after_forms() -> None:

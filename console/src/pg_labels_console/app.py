@@ -473,6 +473,11 @@ class Console:
             if run is None and not steps:
                 raise NotFound("No run with this id is visible in this scope.")
             decided = {st["request_id"]: st for st in steps if st["kind"] == "approval_decided"}
+            requests = (
+                db.run_requests(conn, run_id)
+                if decided or any(st["kind"] == "approval_requested" for st in steps)
+                else {}
+            )
             scope = run["scope"] if run else None
             for st in steps:  # what each row shows, prepared here: a 1,000-step page renders fast
                 st["chips"] = chip_list(st["labels"], escaping(st["labels"], scope))
@@ -486,6 +491,7 @@ class Console:
                 "run_id": run_id,
                 "steps": steps,
                 "decided": decided,
+                "requests": requests,
                 "run_escaping": escaping(run["labels"], scope) if run else set(),
                 "verdict": verdict,
                 "lineage": lineage,

@@ -121,7 +121,7 @@ def steps(conn: Conn, run_id: uuid.UUID) -> list[Row]:
     return conn.execute(
         """SELECT id, kind, tool, labels::text[] AS labels, args, decision, rule, reason,
                   request_id, origin_run, artifact_id, digest, share_id, crossing_ids, actor,
-                  created_at, expires_at, expires_at <= now() AS expired
+                  created_at
            FROM pg_labels.steps WHERE run_id = %s ORDER BY id""",
         [run_id],
     ).fetchall()
@@ -191,7 +191,18 @@ def why_it_asks(conn: Conn, run_id: uuid.UUID, request_id: int, tool: str, args:
     ).fetchone()
     if row is None:
         return None
-    return str(row["reason"] or row["rule"] or "") or None
+    parts = [str(x) for x in (row["rule"], row["reason"]) if x]
+    return ": ".join(parts) or None
+
+
+def run_requests(conn: Conn, run_id: uuid.UUID) -> dict[int, Row]:
+    """The status of each request of the run the caller reads, by request id."""
+    rows = conn.execute(
+        """SELECT id, status, expires_at, decided_by, decision_id
+           FROM pg_labels.approval_requests WHERE run_id = %s""",
+        [run_id],
+    ).fetchall()
+    return {int(r["id"]): r for r in rows}
 
 
 def closed_requests(conn: Conn, limit: int = 20) -> list[Row]:
