@@ -335,3 +335,50 @@ def test_retry_after_forms() -> None:
     assert retry_after("3") == 3.0
     assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412478.0) == 2.0
     assert retry_after("soon") is None and retry_after(None) is None
+
+
+def test_it_catches_up_after_its_connection_is_lost(
+    notifier: Callable[..., tuple[Receiver, Path]],
+) -> None:
+    rec, log = notifier()
+    killed = admin(
+        "SELECT pg_terminate_backend(pid) AS k FROM pg_stat_activity"
+        " WHERE application_name = 'pg-labels-console-notify' AND usename = 'console_apo'"
+    )
+    assert len(killed) == 2
+    request, _ = new_request(6007)  # notified while no one listens: found by the catch-up
+    wait_for(lambda: rec.of(request), 20, "the post after the reconnect")
+    text = log.read_text()
+    assert "reconnecting" in text and text.count("caught up") >= 2
+    time.sleep(1)
+    assert len(rec.of(request)) == 1
+
+
+def test_a_wrong_password_ends_it(tmp_path: Path) -> None:
+    log = tmp_path / "wrong.log"
+    env = {
+        **os.environ,
+        "PG_LABELS_WEBHOOK_URL": f"http://127.0.0.1:9/services/{TOKEN}",
+        "PG_LABELS_NOTIFY_PASSWORD": "not-the-password",
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pg_labels_console.cli",
+            "notify",
+            "--database",
+            DB_URL,
+            "--role",
+            "console_apo",
+            "--console-url",
+            CONSOLE,
+        ],
+        env=env,
+        stderr=log.open("wb"),
+        timeout=30,
+    )
+    assert done.returncode == 2
+    text = log.read_text()
+    assert "sign-in as console_apo failed" in text
+    assert TOKEN not in text and "not-the-password" not in text

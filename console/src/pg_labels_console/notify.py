@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import collections
 import email.utils
+import http.client
 import json
 import logging
 import os
@@ -269,7 +270,11 @@ class Poster:
             if not wanted:
                 log.info("request %d is no longer pending: not posted", item.request_id)
                 continue
-            self.deliver(item)
+            try:
+                self.deliver(item)
+            except Exception as e:  # the poster goes on with the next message
+                self.failed += 1
+                log.error("request %d not posted: %s", item.request_id, type(e).__name__)
 
     def post_once(self, body: bytes) -> tuple[int | None, str | None, str]:
         """(HTTP status or None for no answer, its Retry-After, a short printable note)."""
@@ -295,7 +300,7 @@ class Poster:
             ra = e.headers.get("Retry-After") if e.headers is not None else None
             e.close()
             return status, ra, _printable(answer)
-        except (urllib.error.URLError, OSError, ValueError) as e:
+        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as e:
             reason = getattr(e, "reason", e)
             return None, None, _printable(str(reason).replace(self.webhook, "<webhook>").encode())
 
@@ -477,20 +482,25 @@ class Notifier:
         self.handle(rows)
         log.info("caught up: %d pending requests readable, %d new", len(rows), new)
 
-    def run(self) -> None:
+    def run(self) -> int:
+        """Until stopped (0); 2 when the first sign-in fails (a wrong password or role)."""
         delay = 1.0
+        started = False
         while not self.stop.is_set():
             try:
                 listen, read = self.connect()
             except (db.SignInFailed, db.DatabaseUnreachable, psycopg.Error) as e:
                 if isinstance(e, db.SignInFailed):
                     log.error("sign-in as %s failed", self.role)
+                    if not started:
+                        return 2
                 else:
                     log.warning("the database could not be reached (%s)", type(e).__name__)
                 if self.stop.wait(delay):
-                    return
+                    return 0
                 delay = min(delay * 2, self.limits.reconnect_max)
                 continue
+            started = True
             try:
                 with read.transaction():
                     self.in_scopes = self.choose_scopes(read)
@@ -505,6 +515,13 @@ class Notifier:
                 self.listen(listen, read)
             except psycopg.OperationalError as e:
                 log.warning("the connection was lost (%s): reconnecting", type(e).__name__)
+            except psycopg.Error as e:
+                # (the database's own message: it holds no secret of the notifier's)
+                log.error(
+                    "the database refused (%s: %s): reconnecting",
+                    e.sqlstate,
+                    e.diag.message_primary or type(e).__name__,
+                )
             finally:
                 for c in (listen, read):
                     try:
@@ -512,8 +529,9 @@ class Notifier:
                     except Exception:
                         pass
             if self.stop.wait(delay):
-                return
+                return 0
             delay = min(delay * 2, self.limits.reconnect_max)
+        return 0
 
     def listen(self, listen: db.Conn, read: db.Conn) -> None:
         next_sync = time.monotonic() + self.limits.resync
@@ -663,7 +681,9 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, finish)
     signal.signal(signal.SIGINT, finish)
     try:
-        notifier.run()
+        status = notifier.run()
     finally:
         stop.set()
         sender.join(timeout=limits.http_timeout + 1)
+    if status:
+        raise SystemExit(status)
