@@ -428,7 +428,7 @@ class Notifier:
                         if row["id"] in found:
                             continue
                         why = None
-                        if row["status"] == "pending":
+                        if row["status"] == "pending" and row["id"] not in self.seen:
                             try:
                                 with conn.transaction():
                                     why = db.why_it_asks(
