@@ -473,11 +473,13 @@ class Console:
             if run is None and not steps:
                 raise NotFound("No run with this id is visible in this scope.")
             decided = {st["request_id"]: st for st in steps if st["kind"] == "approval_decided"}
-            requests = (
-                db.run_requests(conn, run_id)
-                if decided or any(st["kind"] == "approval_requested" for st in steps)
-                else {}
-            )
+            requests: dict[int, db.Row] = {}
+            if any(st["kind"] == "approval_requested" for st in steps):
+                try:  # a role not granted pg_labels.approval_requests sees decisions only
+                    with conn.transaction():
+                        requests = db.run_requests(conn, run_id)
+                except psycopg.errors.InsufficientPrivilege:
+                    pass
             scope = run["scope"] if run else None
             for st in steps:  # what each row shows, prepared here: a 1,000-step page renders fast
                 st["chips"] = chip_list(st["labels"], escaping(st["labels"], scope))
