@@ -77,6 +77,9 @@ _READ: Final = sql.SQL(
     "SELECT status, expires_at, decision_reason FROM pg_labels.approval_requests "
     "WHERE id = %s AND run_id = %s"
 )
+_REQUEST_TTL: Final = sql.SQL(
+    "SELECT pg_labels.request_approval(%s, %s, %s, '{}', %s, %s::interval)"
+)
 _FIND: Final = sql.SQL(
     "SELECT id, status FROM pg_labels.approval_requests "
     "WHERE run_id = %s AND tool = %s AND args IS NOT DISTINCT FROM %s "
@@ -174,7 +177,12 @@ def _closed_message(catalog: str, req: _Request | str | None, request_id: int) -
 
 class _PausingGuard(Guard):
     """The guard, with one request per LangGraph tool call while the call pauses: the node
-    run again on resume finds its call's request (pending or decided) by the call's id."""
+    run again on resume finds its call's request (pending or decided) by the call's id.
+    ``ttl``: the time to live of the requests it records (``None``: the approval point's)."""
+
+    def __init__(self, run: Run | AsyncRun, ttl: datetime.timedelta | None, **kw: Any) -> None:
+        super().__init__(run, **kw)
+        self.ttl = ttl
 
     def _request(self, catalog: str, args: object, reason: str | None) -> tuple[int, str | None]:
         call = _CALL.get()
@@ -184,7 +192,10 @@ class _PausingGuard(Guard):
         row = self.run.platform._row(_FIND, [self.run.id, catalog, _args(args), marker, marker])
         if row is not None and row[1] != "granted":
             return int(row[0]), None
-        return self.run.request_approval(catalog, args, reason=(reason or "") + marker), None
+        if self.ttl is None:
+            return self.run.request_approval(catalog, args, reason=(reason or "") + marker), None
+        params = [self.run.id, catalog, _args(args), (reason or "") + marker, self.ttl]
+        return int(self.run.platform._one(_REQUEST_TTL, params)[0]), None
 
     async def _arequest(
         self, catalog: str, args: object, reason: str | None
@@ -198,8 +209,11 @@ class _PausingGuard(Guard):
         )
         if row is not None and row[1] != "granted":
             return int(row[0]), None
-        request = await self.run.request_approval(catalog, args, reason=(reason or "") + marker)
-        return request, None
+        if self.ttl is None:
+            request = await self.run.request_approval(catalog, args, reason=(reason or "") + marker)
+            return request, None
+        params = [self.run.id, catalog, _args(args), (reason or "") + marker, self.ttl]
+        return int((await self.run.platform._one(_REQUEST_TTL, params))[0]), None
 
     def read(self, request: int) -> _Request | None:
         """The request as the database says now (``None``: it cannot be read)."""
@@ -270,6 +284,7 @@ def barrier_wrapper(
     output_labels: OutputLabels | None = ...,
     tracer_provider: Any = ...,
     pause: bool | None = ...,
+    approval_ttl: datetime.timedelta | None = ...,
 ) -> ToolCallWrapper: ...
 
 
@@ -281,6 +296,7 @@ def barrier_wrapper(
     output_labels: OutputLabels | None = ...,
     tracer_provider: Any = ...,
     pause: bool | None = ...,
+    approval_ttl: datetime.timedelta | None = ...,
 ) -> AsyncToolCallWrapper: ...
 
 
@@ -291,6 +307,7 @@ def barrier_wrapper(
     output_labels: OutputLabels | None = None,
     tracer_provider: Any = None,
     pause: bool | None = None,
+    approval_ttl: datetime.timedelta | None = None,
 ) -> ToolCallWrapper | AsyncToolCallWrapper:
     """The barrier of ``run`` around a ``ToolNode``'s calls.
 
@@ -301,12 +318,22 @@ def barrier_wrapper(
     spans (the global one by default; no spans without OpenTelemetry); ``pause`` whether a
     call that needs a person's approval pauses the graph (``interrupt()``) until a person
     decided: ``None`` when the graph has a checkpointer, ``True`` always (an error without
-    one), ``False`` never (the call is a ``ToolMessage`` error).
+    one), ``False`` never (the call is a ``ToolMessage`` error); ``approval_ttl`` the time
+    to live of the requests a paused call records (past it the request expires and the model
+    is told so; ``None``: the approval point's, if any).
     """
     if pause is not None and not isinstance(pause, bool):
         raise TypeError("pause must be True, False or None")
+    if approval_ttl is not None and (
+        not isinstance(approval_ttl, datetime.timedelta) or approval_ttl <= datetime.timedelta(0)
+    ):
+        raise ValueError("approval_ttl must be a positive datetime.timedelta, or None")
     guard = _PausingGuard(
-        run, names=names, output_labels=output_labels, tracer_provider=tracer_provider
+        run,
+        approval_ttl,
+        names=names,
+        output_labels=output_labels,
+        tracer_provider=tracer_provider,
     )
     memo = _Memo()
 
