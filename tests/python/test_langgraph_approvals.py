@@ -276,6 +276,38 @@ def test_a_sibling_call_runs_once(
     assert kinds(run.id, "tool_called") == 2 and kinds(run.id, "approval_requested") == 1
 
 
+def test_two_asks_in_one_turn(
+    platform: Platform, approver: Platform, saver: PostgresSaver
+) -> None:
+    """Two calls of one turn need approvals: each has its request; the graph pauses on one,
+    then on the other while it waits; each runs once when granted."""
+    run = untrusted_run(platform)
+    tools = Tools()
+    other = {"ticket": 78, "status": "closed"}
+    model = ScriptedModel(
+        [
+            calls(("tickets.update", UPDATE, "u1"), ("tickets.update", other, "u2")),
+            AIMessage(content="done"),
+        ]
+    )
+    graph = build(run, tools, model, saver)
+    config = thread()
+    first = paused_on(graph.invoke({"messages": [HumanMessage("go")]}, config))
+    assert kinds(run.id, "approval_requested") == 2
+    approver.decide_approval(first["request"], True)
+    second = paused_on(graph.invoke(Command(resume=True), config))
+    assert second["request"] != first["request"]
+    assert second["tool_call_id"] != first["tool_call_id"]
+    assert tools.ran == [("tickets.update", first["args"])]
+    approver.decide_approval(second["request"], True)
+    output = graph.invoke(Command(resume=True), config)
+    assert "__interrupt__" not in output
+    assert sorted(tools.ran, key=str) == sorted(
+        [("tickets.update", UPDATE), ("tickets.update", other)], key=str
+    )
+    assert kinds(run.id, "approval_requested") == 2 and kinds(run.id, "tool_called") == 2
+
+
 def test_without_a_checkpointer(platform: Platform) -> None:
     """pause=None without a checkpointer: an ask is a ToolMessage error, as before; pause=True
     without one is an error of the app's, raised; pause=False with one never pauses."""
@@ -332,6 +364,20 @@ async def test_an_async_run_with_the_async_checkpointer(
         output = await graph.ainvoke(Command(resume=True), config)
     assert last_tool_message(output).content == "ticket 77 is closed"
     assert tools.ran == [("tickets.update", UPDATE)] and used_approvals(run.id) == [request]
+
+
+async def test_a_run_under_ainvoke(platform: Platform, approver: Platform) -> None:
+    """A Run's (sync) wrapper, which LangGraph uses from ainvoke too, pauses there as well."""
+    run = untrusted_run(platform)
+    tools, model = Tools(), ScriptedModel(the_update())
+    async with AsyncPostgresSaver.from_conn_string(conninfo()) as saver:
+        graph = build(run, tools, model, saver)
+        config = thread()
+        output = await graph.ainvoke({"messages": [HumanMessage("close it")]}, config)
+        request = paused_on(output)["request"]
+        approver.decide_approval(request, False, "no")
+        output = await graph.ainvoke(Command(resume=True), config)
+    assert "no" in str(last_tool_message(output).content) and tools.ran == []
 
 
 def test_a_restart_between_pause_and_grant(

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextvars
 import datetime
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
@@ -68,6 +69,7 @@ PAUSE_KIND: Final = "pg_labels.approval"
 # that the node run again (on resume, in this process or another) finds it instead of
 # recording a second request; a later attempt (another tool call id) asks anew.
 _MARKER: Final = " [LangGraph tool call {}]"
+_MARKER_ID_MAX: Final = 128  # a longer tool call id is marked by its SHA-256
 _CALL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "pg_labels_lg_call", default=None
 )
@@ -188,7 +190,7 @@ class _PausingGuard(Guard):
         call = _CALL.get()
         if call is None or not isinstance(self.run, Run):
             return super()._request(catalog, args, reason)
-        marker = _MARKER.format(call)
+        marker = _marker(call)
         row = self.run.platform._row(_FIND, [self.run.id, catalog, _args(args), marker, marker])
         if row is not None and row[1] != "granted":
             return int(row[0]), None
@@ -203,7 +205,7 @@ class _PausingGuard(Guard):
         call = _CALL.get()
         if call is None or isinstance(self.run, Run):
             return await super()._arequest(catalog, args, reason)
-        marker = _MARKER.format(call)
+        marker = _marker(call)
         row = await self.run.platform._row(
             _FIND, [self.run.id, catalog, _args(args), marker, marker]
         )
@@ -231,11 +233,17 @@ class _PausingGuard(Guard):
         return None if row is None else _Request(request, str(row[0]), row[1], row[2])
 
 
+def _marker(call_id: str) -> str:
+    if len(call_id) > _MARKER_ID_MAX:
+        call_id = "sha256:" + hashlib.sha256(call_id.encode()).hexdigest()
+    return _MARKER.format(call_id)
+
+
 class _Memo:
-    """The results of the calls of a paused node that completed (by the node's task and the
-    call's id): LangGraph runs the whole node again on resume, and a call that ran is handed
-    its result instead of running again. Bounded (``_MEMO_SIZE``, oldest out first); held in
-    this process only."""
+    """The results of the calls that ran in a node that may pause (by the node's task and the
+    call's id): LangGraph runs the whole node again on resume (or on a retry), and a call that
+    ran is handed its result instead of running again. Bounded (``_MEMO_SIZE``, oldest out
+    first); held in this process only."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -368,14 +376,18 @@ def barrier_wrapper(
                 return _unreadable(catalog, request_id, err)
 
         def paused(
-            request: ToolCallRequest, execute: Callable[[ToolCallRequest], Result]
+            request: ToolCallRequest,
+            execute: Callable[[ToolCallRequest], Result],
+            key: tuple[str, str, str, str],
         ) -> Result:
             name, args, call_id = _call(request)
             catalog = guard.catalog_name(name)
             for _ in range(_ATTEMPTS):
                 verdict = guard.check(name, args, call_id)
                 if verdict.allowed:
-                    return ran(request, execute, verdict)
+                    result = ran(request, execute, verdict)
+                    memo.put(key, result)
+                    return result
                 if verdict.decision != "ask" or verdict.request_id is None:
                     return refused(request, verdict)
                 req = read(catalog, verdict.request_id)
@@ -398,11 +410,9 @@ def barrier_wrapper(
                 return done
             token = _CALL.set(str(request.tool_call["id"]))
             try:
-                result = paused(request, execute)
+                return paused(request, execute, key)
             finally:
                 _CALL.reset(token)
-            memo.put(key, result)
-            return result
 
         return wrap
 
@@ -425,14 +435,18 @@ def barrier_wrapper(
             return _unreadable(catalog, request_id, err)
 
     async def apaused(
-        request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Result]]
+        request: ToolCallRequest,
+        execute: Callable[[ToolCallRequest], Awaitable[Result]],
+        key: tuple[str, str, str, str],
     ) -> Result:
         name, args, call_id = _call(request)
         catalog = guard.catalog_name(name)
         for _ in range(_ATTEMPTS):
             verdict = await guard.acheck(name, args, call_id)
             if verdict.allowed:
-                return await aran(request, execute, verdict)
+                result = await aran(request, execute, verdict)
+                memo.put(key, result)
+                return result
             if verdict.decision != "ask" or verdict.request_id is None:
                 return refused(request, verdict)
             req = await aread(catalog, verdict.request_id)
@@ -457,11 +471,9 @@ def barrier_wrapper(
             return done
         token = _CALL.set(str(request.tool_call["id"]))
         try:
-            result = await apaused(request, execute)
+            return await apaused(request, execute, key)
         finally:
             _CALL.reset(token)
-        memo.put(key, result)
-        return result
 
     return awrap
 
