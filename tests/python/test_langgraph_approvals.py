@@ -13,11 +13,13 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -34,10 +36,10 @@ import pg_labels
 from pg_labels import AsyncPlatform, AsyncRun, Platform, Run
 from pg_labels.langgraph import PAUSE_KIND, barrier_wrapper
 
-from conftest import PLATFORM, connect, trail, used_approvals
+from conftest import ALICE, PLATFORM, connect, trail, used_approvals
 
 UPDATE = {"ticket": 77, "status": "closed"}
-SCHEMA = "lg_checkpoints"  # the checkpointer's tables, in the database of pg_labels
+SCHEMA = "langgraph"  # the checkpointer's tables, in the database of pg_labels (as the docs)
 
 
 def conninfo() -> str:
@@ -406,6 +408,29 @@ def test_a_restart_between_pause_and_grant(
     assert resumed["tool_message"] == ["success", "ticket 77 is closed"]
     assert resumed["last"] == "after the restart"
     assert used_approvals(run.id) == [request] and kinds(run.id, "approval_requested") == 1
+
+
+def test_the_docs_example() -> None:
+    """docs/approvals.md's LangGraph example, as written, as the platform's role (here the
+    suite's), its approver the suite's; it prints what its comments say."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "approvals.md").read_text("utf-8")
+    section = page[page.index("\n## LangGraph\n") :]
+    found = re.search(r"<!-- runnable -->\n```python\n(.*?)```", section, re.S)
+    assert found, "docs/approvals.md: no runnable block in ## LangGraph"
+    code = found.group(1)
+    assert 'user="alice"' in code, "the example's approver is no longer alice: update this test"
+    code = code.replace('user="alice"', f'user="{ALICE}"')
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=dict(os.environ, PGUSER=PLATFORM),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    expected = re.findall(r"print\(.*\)\s+#\s(.*)$", code, re.M)
+    assert len(expected) == 2 and done.stdout.splitlines() == expected
 
 
 def resume_in_this_process(run_id: str, thread_id: str) -> None:
