@@ -67,8 +67,9 @@ PAUSE_KIND: Final = "pg_labels.approval"
 
 # A paused call's request carries its LangGraph tool call's id at the end of its reason, so
 # that the node run again (on resume, in this process or another) finds it instead of
-# recording a second request; a later attempt (another tool call id) asks anew.
-_MARKER: Final = " [LangGraph tool call {}]"
+# recording a second request (unless it was granted and used); a later attempt (another tool
+# call id) asks anew.
+_MARKER: Final = "[LangGraph tool call {}]"
 _MARKER_ID_MAX: Final = 128  # a longer tool call id is marked by its SHA-256
 _CALL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "pg_labels_lg_call", default=None
@@ -83,7 +84,7 @@ _REQUEST_TTL: Final = sql.SQL(
     "SELECT pg_labels.request_approval(%s, %s, %s, '{}', %s, %s::interval)"
 )
 _FIND: Final = sql.SQL(
-    "SELECT id, status FROM pg_labels.approval_requests "
+    "SELECT id, status, used_by FROM pg_labels.approval_requests "
     "WHERE run_id = %s AND tool = %s AND args IS NOT DISTINCT FROM %s "
     "AND right(reason, length(%s::text)) = %s::text ORDER BY id DESC LIMIT 1"
 )
@@ -192,11 +193,11 @@ class _PausingGuard(Guard):
             return super()._request(catalog, args, reason)
         marker = _marker(call)
         row = self.run.platform._row(_FIND, [self.run.id, catalog, _args(args), marker, marker])
-        if row is not None and row[1] != "granted":
+        if row is not None and (row[1] != "granted" or row[2] is None):
             return int(row[0]), None
         if self.ttl is None:
-            return self.run.request_approval(catalog, args, reason=(reason or "") + marker), None
-        params = [self.run.id, catalog, _args(args), (reason or "") + marker, self.ttl]
+            return self.run.request_approval(catalog, args, reason=_marked(reason, marker)), None
+        params = [self.run.id, catalog, _args(args), _marked(reason, marker), self.ttl]
         return int(self.run.platform._one(_REQUEST_TTL, params)[0]), None
 
     async def _arequest(
@@ -209,12 +210,12 @@ class _PausingGuard(Guard):
         row = await self.run.platform._row(
             _FIND, [self.run.id, catalog, _args(args), marker, marker]
         )
-        if row is not None and row[1] != "granted":
+        if row is not None and (row[1] != "granted" or row[2] is None):
             return int(row[0]), None
         if self.ttl is None:
-            request = await self.run.request_approval(catalog, args, reason=(reason or "") + marker)
+            request = await self.run.request_approval(catalog, args, reason=_marked(reason, marker))
             return request, None
-        params = [self.run.id, catalog, _args(args), (reason or "") + marker, self.ttl]
+        params = [self.run.id, catalog, _args(args), _marked(reason, marker), self.ttl]
         return int((await self.run.platform._one(_REQUEST_TTL, params))[0]), None
 
     def read(self, request: int) -> _Request | None:
@@ -231,6 +232,10 @@ class _PausingGuard(Guard):
         async with self.alock():
             row = await self.run.platform._row(_READ, [request, self.run.id])
         return None if row is None else _Request(request, str(row[0]), row[1], row[2])
+
+
+def _marked(reason: str | None, marker: str) -> str:
+    return f"{reason} {marker}" if reason else marker
 
 
 def _marker(call_id: str) -> str:
