@@ -240,8 +240,9 @@ def test_an_expired_request(
     config = thread()
     request = paused_on(graph.invoke({"messages": [HumanMessage("close it")]}, config))["request"]
     time.sleep(1.2)
-    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState, match="expired"):
+    with pytest.raises(pg_labels.Refusal, match=f"approval request {request} expired") as err:
         approver.decide_approval(request, True)
+    assert err.value.sqlstate == "55000"
     assert request_row(request)[0] == "expired"
     message = last_tool_message(graph.invoke(Command(resume=True), config))
     assert message.status == "error"
