@@ -250,6 +250,24 @@ def test_an_expired_request(
     assert tools.ran == [] and kinds(run.id, "approval_decided") == 0
 
 
+def test_a_withdrawn_request(
+    platform: Platform, platform_conn: psycopg.Connection, saver: PostgresSaver
+) -> None:
+    """The app stops waiting and withdraws the request (withdraw_approval, as its requester):
+    the resumed graph tells the model so; nobody can grant it after."""
+    run = untrusted_run(platform)
+    tools, model = Tools(), ScriptedModel(the_update())
+    graph = build(run, tools, model, saver)
+    config = thread()
+    request = paused_on(graph.invoke({"messages": [HumanMessage("close it")]}, config))["request"]
+    platform_conn.execute("SELECT pg_labels.withdraw_approval(%s, 'nobody is there')", [request])
+    message = last_tool_message(graph.invoke(Command(resume=True), config))
+    assert message.status == "error"
+    assert f"approval request {request} for tickets.update was withdrawn" in str(message.content)
+    assert "nobody is there" in str(message.content)
+    assert tools.ran == [] and request_row(request)[0] == "withdrawn"
+
+
 def test_a_sibling_call_runs_once(
     platform: Platform, approver: Platform, saver: PostgresSaver
 ) -> None:
