@@ -181,7 +181,7 @@ def _closed_message(catalog: str, req: _Request | str | None, request_id: int) -
 class _PausingGuard(Guard):
     """The guard, with one request per LangGraph tool call while the call pauses: the node
     run again on resume finds its call's request (pending or decided) by the call's id.
-    ``ttl``: the time to live of the requests it records (``None``: the approval point's)."""
+    ``ttl``: the time to live of the requests it records (``None``: they never expire)."""
 
     def __init__(self, run: Run | AsyncRun, ttl: datetime.timedelta | None, **kw: Any) -> None:
         super().__init__(run, **kw)
@@ -333,7 +333,7 @@ def barrier_wrapper(
     decided: ``None`` when the graph has a checkpointer, ``True`` always (an error without
     one), ``False`` never (the call is a ``ToolMessage`` error); ``approval_ttl`` the time
     to live of the requests a paused call records (past it the request expires and the model
-    is told so; ``None``: the approval point's, if any).
+    is told so; ``None``: they never expire).
     """
     if pause is not None and not isinstance(pause, bool):
         raise TypeError("pause must be True, False or None")
