@@ -73,7 +73,9 @@ class Verdict:
     SQLSTATE of the database error for ``error``); ``step_id`` the ``tool_called`` step of an
     allowed call, else the ``gate_decided`` step (``None`` when there is none);
     ``request_id`` the approval request an ``ask`` recorded, or the granted one an allowed
-    call used; ``message`` what the model is told instead of the tool's output.
+    call used; ``message`` what the model is told instead of the tool's output;
+    ``approval`` is ``denied`` for an ``ask`` whose request a person denied (the call is
+    refused), ``None`` while it waits.
     """
 
     tool: str
@@ -84,6 +86,7 @@ class Verdict:
     step_id: int | None = None
     request_id: int | None = None
     message: str | None = None
+    approval: str | None = None
     span: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -105,6 +108,15 @@ def parse_arguments(arguments: object) -> object:
 def _call_key(catalog: str, args: object) -> tuple[str, str]:
     """A call as the database compares approvals: the tool and its arguments as JSON."""
     return catalog, json.dumps(args, sort_keys=True, separators=(",", ":"))
+
+
+def _reused(status: str) -> str | None:
+    """What an ``ask`` does with the request it recorded for the same call, by the request's
+    status: points at it while it waits (``None``), tells the denial (``denied``), or
+    records a new one (``new``: granted and used, expired, withdrawn)."""
+    if status == "pending":
+        return None
+    return "denied" if status == "denied" else "new"
 
 
 def _why(err: BaseException) -> str:
@@ -249,8 +261,8 @@ class Guard:
 
     # An ``ask`` records one request per call (tool and arguments): while it waits, the same
     # call asked again points at it instead of recording another; once it is denied the
-    # model is told so (and the next attempt asks anew); once granted and used, the next
-    # identical call asks again.
+    # model is told so (and the next attempt asks anew); once granted and used, expired or
+    # withdrawn, the next identical call asks again.
 
     def _request(self, catalog: str, args: object, reason: str | None) -> tuple[int, str | None]:
         if not isinstance(self.run, Run):
@@ -258,8 +270,8 @@ class Guard:
         key = _call_key(catalog, args)
         pending = self._requests.get(key)
         if pending is not None:
-            state = self.run.approval(pending)
-            if state is None or state == "denied":
+            state = _reused(self.run.approval_status(pending).status)
+            if state != "new":
                 if state == "denied":
                     del self._requests[key]
                 return pending, state
@@ -275,8 +287,8 @@ class Guard:
         key = _call_key(catalog, args)
         pending = self._requests.get(key)
         if pending is not None:
-            state = await self.run.approval(pending)
-            if state is None or state == "denied":
+            state = _reused((await self.run.approval_status(pending)).status)
+            if state != "new":
                 if state == "denied":
                     del self._requests[key]
                 return pending, state
@@ -318,7 +330,15 @@ class Guard:
                 "is granted."
             )
         return Verdict(
-            tool, "ask", rule, _SQLSTATE_OF_RULE.get(rule), reason, step, request, message
+            tool,
+            "ask",
+            rule,
+            _SQLSTATE_OF_RULE.get(rule),
+            reason,
+            step,
+            request,
+            message,
+            approval=state,
         )
 
     @staticmethod

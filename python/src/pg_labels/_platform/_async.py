@@ -22,6 +22,7 @@ from ._common import (
     _PENDING_REQUEST,
     _REQUEST,
     _RUN,
+    _WITHDRAW,
     WAIT_TIMEOUT,
     ApprovalDecision,
     Decision,
@@ -314,6 +315,13 @@ class AsyncRun(_RunHandle):
         it ends (a cancelled task too). ``LookupError`` when the request is not this run's or
         this role cannot read it."""
         return await self.platform._wait(self.id, _request(request), _timeout(timeout))
+
+    async def withdraw_approval(self, request: int, reason: str | None = None) -> int:
+        """``pg_labels.withdraw_approval``: the requester stops waiting for one of its
+        requests (recorded as denied, reason ``withdrawn: ...``); returns the
+        ``approval_decided`` step's id. Only the role that requested it may."""
+        row = await self.platform._one(_WITHDRAW, [_request(request), _opt_name(reason, "reason")])
+        return int(row[0])
 
     async def pending_request(self, tool: str, args: object = None) -> int | None:
         """The newest approval request of this run for this call (tool and arguments, compared

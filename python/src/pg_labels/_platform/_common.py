@@ -314,6 +314,7 @@ def _share_statements(
 _GATE: Final = sql.SQL("SELECT decision, rule, reason, step_id FROM pg_labels.gate(%s, %s, %s, %s)")
 _REQUEST: Final = sql.SQL("SELECT pg_labels.request_approval(%s, %s, %s, %s, %s)")
 _DECIDE: Final = sql.SQL("SELECT pg_labels.decide_approval(%s, %s, %s)")
+_WITHDRAW: Final = sql.SQL("SELECT pg_labels.withdraw_approval(%s, %s)")
 _CARRIED: Final = sql.SQL("SELECT labels FROM pg_labels.runs WHERE id = %s")
 _APPROVAL: Final = sql.SQL(
     "SELECT decision FROM pg_labels.steps "
