@@ -19,6 +19,7 @@ cannot be written, the output is withheld from the model.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import threading
 import weakref
@@ -146,6 +147,7 @@ class Guard:
         names: Mapping[str, str] | Callable[[str], str] | None = None,
         output_labels: OutputLabels | None = None,
         tracer_provider: Any = None,
+        approval_ttl: datetime.timedelta | float | None = None,
     ) -> None:
         if not isinstance(run, (Run, AsyncRun)):
             raise TypeError(f"a guard takes a Run or an AsyncRun, not {type(run).__name__}")
@@ -159,6 +161,9 @@ class Guard:
         self._requests: dict[tuple[str, str], int] = {}
         self._names = names
         self._output_labels = output_labels
+        #: the time to live of the approval requests an ``ask`` records (``None``: the
+        #: agent version's ``approval_ttl``, else none)
+        self.approval_ttl = approval_ttl
         self.tracing = Tracing(tracer_provider)
 
     def catalog_name(self, tool: str) -> str:
@@ -275,7 +280,7 @@ class Guard:
                 if state == "denied":
                     del self._requests[key]
                 return pending, state
-        request = self.run.request_approval(catalog, args, reason=reason)
+        request = self.run.request_approval(catalog, args, reason=reason, ttl=self.approval_ttl)
         self._requests[key] = request
         return request, None
 
@@ -292,7 +297,9 @@ class Guard:
                 if state == "denied":
                     del self._requests[key]
                 return pending, state
-        request = await self.run.request_approval(catalog, args, reason=reason)
+        request = await self.run.request_approval(
+            catalog, args, reason=reason, ttl=self.approval_ttl
+        )
         self._requests[key] = request
         return request, None
 

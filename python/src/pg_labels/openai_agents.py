@@ -30,6 +30,7 @@ approval letting it through::
 from __future__ import annotations
 
 import asyncio
+import datetime
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
@@ -89,10 +90,15 @@ class BarrierGuardrail(ToolInputGuardrail[Any]):
         output_labels: OutputLabels | None = None,
         tracer_provider: Any = None,
         pause: bool = False,
+        approval_ttl: datetime.timedelta | float | None = None,
         name: str = "pg_labels_barrier",
     ) -> None:
         self.barrier = Guard(
-            run, names=names, output_labels=output_labels, tracer_provider=tracer_provider
+            run,
+            names=names,
+            output_labels=output_labels,
+            tracer_provider=tracer_provider,
+            approval_ttl=approval_ttl,
         )
         self.pause = bool(pause)
         self._allowed: dict[str, Verdict] = {}
@@ -297,6 +303,7 @@ def barrier_guardrail(
     output_labels: OutputLabels | None = None,
     tracer_provider: Any = None,
     pause: bool = False,
+    approval_ttl: datetime.timedelta | float | None = None,
 ) -> BarrierGuardrail:
     """The barrier of ``run`` as a tool input guardrail (with ``.output`` and ``.guard()``).
 
@@ -306,7 +313,8 @@ def barrier_guardrail(
     output); ``tracer_provider`` the OpenTelemetry provider of the spans (the global one by
     default; no spans without OpenTelemetry); ``pause`` makes a call that asks a person
     pause the run (the SDK's interruption, see :func:`resolve_approvals`) instead of being
-    refused with a message.
+    refused with a message; ``approval_ttl`` (a ``timedelta`` or seconds) the time to live
+    of the approval requests it records (the agent version's ``approval_ttl`` when shorter).
     """
     return BarrierGuardrail(
         run,
@@ -314,4 +322,5 @@ def barrier_guardrail(
         output_labels=output_labels,
         tracer_provider=tracer_provider,
         pause=pause,
+        approval_ttl=approval_ttl,
     )

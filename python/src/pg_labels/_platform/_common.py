@@ -190,6 +190,21 @@ def _timeout(value: object) -> float:
     return seconds
 
 
+def _ttl(value: object) -> datetime.timedelta:
+    """A request's time to live: a ``timedelta`` or seconds, more than 0."""
+    if isinstance(value, datetime.timedelta):
+        ttl = value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise ValueError(f"ttl must be finite, not {value}")
+        ttl = datetime.timedelta(seconds=value)
+    else:
+        raise TypeError(f"ttl must be a timedelta or seconds, not {type(value).__name__}")
+    if ttl <= datetime.timedelta(0):
+        raise ValueError(f"ttl must be more than 0, not {ttl}")
+    return ttl
+
+
 def _listener(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"listener must be an int (a listener's id), not {type(value).__name__}")
@@ -313,6 +328,7 @@ def _share_statements(
 
 _GATE: Final = sql.SQL("SELECT decision, rule, reason, step_id FROM pg_labels.gate(%s, %s, %s, %s)")
 _REQUEST: Final = sql.SQL("SELECT pg_labels.request_approval(%s, %s, %s, %s, %s)")
+_REQUEST_TTL: Final = sql.SQL("SELECT pg_labels.request_approval(%s, %s, %s, %s, %s, %s)")
 _DECIDE: Final = sql.SQL("SELECT pg_labels.decide_approval(%s, %s, %s)")
 _WITHDRAW: Final = sql.SQL("SELECT pg_labels.withdraw_approval(%s, %s)")
 _CARRIED: Final = sql.SQL("SELECT labels FROM pg_labels.runs WHERE id = %s")

@@ -8,6 +8,7 @@ Docstrings are copied as written: they speak of both forms."""
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -24,6 +25,7 @@ from ._common import (
     _GATE,
     _PENDING_REQUEST,
     _REQUEST,
+    _REQUEST_TTL,
     _RUN,
     _WITHDRAW,
     WAIT_TIMEOUT,
@@ -47,6 +49,7 @@ from ._common import (
     _step_statement,
     _timeout,
     _translate,
+    _ttl,
     _uuid,
     _Wait,
 )
@@ -249,19 +252,23 @@ class Run(_RunHandle):
         *,
         labels: LabelSet | str | Iterable[str] | None = None,
         reason: str | None = None,
+        ttl: datetime.timedelta | float | None = None,
     ) -> int:
         """``pg_labels.request_approval``: returns the request's step id, which a person
-        decides with ``decide_approval``."""
-        row = self.platform._one(
-            _REQUEST,
-            [
-                self.id,
-                _name(tool, "tool"),
-                _args(args),
-                _labels(labels),
-                _opt_name(reason, "reason"),
-            ],
-        )
+        decides with ``decide_approval``. ``ttl`` (a ``timedelta`` or seconds) makes the
+        request expire then, or earlier when the run's published agent version has a shorter
+        ``approval_ttl``."""
+        params = [
+            self.id,
+            _name(tool, "tool"),
+            _args(args),
+            _labels(labels),
+            _opt_name(reason, "reason"),
+        ]
+        if ttl is None:
+            row = self.platform._one(_REQUEST, params)
+        else:
+            row = self.platform._one(_REQUEST_TTL, [*params, _ttl(ttl)])
         return int(row[0])
 
     def share(
