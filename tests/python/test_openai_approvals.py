@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -21,6 +22,7 @@ from typing import Any
 import psycopg
 import pytest
 from agents import Agent, Runner, RunState
+from test_docs import expected_output
 
 import pg_labels
 from pg_labels import AsyncPlatform, Platform, Run
@@ -298,6 +300,25 @@ async def test_restart_between_pause_and_grant(platform: Platform, tmp_path: Pat
     assert used_approvals(run.id) == [request]
     kinds = [s[0] for s in trail(run.id)]
     assert kinds.count("tool_called") == 1 and kinds.count("tool_result") == 1
+
+
+def test_the_docs_example() -> None:
+    """docs/approvals.md's Python example runs as written (its roles the suite's) and prints
+    what its comments say."""
+    page = (HERE.parents[1] / "docs" / "approvals.md").read_text(encoding="utf-8")
+    section = page[page.index("## Waiting for a person in Python and the OpenAI Agents SDK") :]
+    (code,) = re.findall(r"<!-- runnable -->\n```python\n(.*?)```", section, re.S)
+    assert 'user="alice"' in code
+    env = dict(os.environ, PGUSER=PLATFORM)
+    done = subprocess.run(
+        [sys.executable, "-c", code.replace('user="alice"', f'user="{ALICE}"')],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == expected_output(code)
 
 
 async def _resume(saved: Path) -> dict[str, Any]:

@@ -209,6 +209,13 @@ class BarrierGuardrail(ToolInputGuardrail[Any]):
                     request = await run.pending_request(catalog, args)
         return catalog, request
 
+    async def request_of(self, item: ToolApprovalItem) -> int | None:
+        """The approval request of an interruption (``None`` when it is not one of this
+        guardrail's)."""
+        if item.tool_name not in self._guarded:
+            return None
+        return (await self._request_of(item))[1]
+
     async def _decision(self, request: int, wait: float | None) -> ApprovalDecision:
         run = self.barrier.run
         if wait is not None:
