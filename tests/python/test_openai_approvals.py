@@ -318,7 +318,7 @@ def test_the_docs_example() -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == expected_output(code)
+    assert done.stdout.splitlines() == expected_output(code), done.stderr
 
 
 async def _resume(saved: Path) -> dict[str, Any]:
