@@ -249,6 +249,60 @@ async def test_pause_on_an_async_run(aplatform: AsyncPlatform) -> None:
     assert used_approvals(run.id) == [request]
 
 
+async def test_a_call_the_sdk_pauses_without_asking(platform: Platform) -> None:
+    """A tool with a default the model left out: the SDK pauses the call without asking
+    needs_approval; resolve_approvals asks the gate then (ask: a request, waited for; allow:
+    approved, no person needed)."""
+    from agents import function_tool
+
+    ran: list[dict[str, Any]] = []
+
+    @function_tool
+    def tickets_update(ticket: int, status: str = "closed") -> str:
+        """Update a ticket."""
+        ran.append({"ticket": ticket, "status": status})
+        return f"ticket {ticket} is {status}"
+
+    @function_tool
+    def tickets_read(order: int, full: bool = False) -> str:
+        """Read the ticket of an order."""
+        ran.append({"order": order})
+        return "a ticket"
+
+    run = paused_run(platform)
+    guardrail = barrier_guardrail(run, names=catalog_name, pause=True)
+    model = ScriptedModel(
+        [
+            [call("tickets_update", {"ticket": 5}, "s1"), call("tickets_read", {"order": 5}, "s2")],
+            [say("ok")],
+        ]
+    )
+    agent = Agent(
+        name="support-bot", model=model, tools=guardrail.guard(tickets_update, tickets_read)
+    )
+    result = await Runner.run(agent, "close it", max_turns=10)
+    assert len(result.interruptions) == 2 and ran == []
+    assert requests_of(run) == []  # the gate was not asked
+    state = result.to_state()
+    timer = threading.Timer(1.0, lambda: decide(requests_of(run)[0], True))
+    timer.start()
+    by_call = {
+        r.item.raw_item.call_id: r  # type: ignore[union-attr]
+        for r in await resolve_approvals(state, guardrail, wait=30)
+    }
+    timer.join()
+    (request,) = requests_of(run)
+    assert (by_call["s1"].action, by_call["s1"].request_id) == ("approved", request)
+    assert by_call["s2"].action == "allowed"
+    await Runner.run(agent, state, max_turns=10)
+    assert sorted(map(str, ran)) == sorted(
+        map(str, [{"ticket": 5, "status": "closed"}, {"order": 5}])
+    )
+    assert used_approvals(run.id) == [request]
+    kinds = [s[0] for s in trail(run.id)]
+    assert (kinds.count("tool_called"), kinds.count("tool_result")) == (2, 2)
+
+
 def test_a_tool_with_its_own_needs_approval(platform: Platform) -> None:
     tools = Tools()
     tools.all[2].needs_approval = True

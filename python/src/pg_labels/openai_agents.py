@@ -61,9 +61,11 @@ class Resolution:
     """What :func:`resolve_approvals` did with one interruption of a paused run.
 
     ``action`` is ``approved`` (a person granted the request), ``rejected`` (denied,
-    withdrawn or expired: the model reads ``message``), ``waiting`` (no decision yet: the
-    interruption is left as it is) or ``unknown`` (not a pg_labels request: a tool this
-    guardrail does not guard, or no request of the run for this call; left as it is).
+    withdrawn or expired, or refused by the gate: the model reads ``message``), ``waiting``
+    (no decision yet: the interruption is left as it is), ``allowed`` (a call the SDK paused
+    without asking ``needs_approval``, arguments it could not hand over as they were, and the
+    gate, asked then, allows: approved, no person needed) or ``unknown`` (a tool this
+    guardrail does not guard: left as it is).
     """
 
     item: ToolApprovalItem
@@ -105,7 +107,7 @@ class BarrierGuardrail(ToolInputGuardrail[Any]):
         # pause=True: the verdicts needs_approval took (by call id) that did not pause, for
         # the input guardrail; the requests of the calls that paused
         self._checked: OrderedDict[str, Verdict] = OrderedDict()
-        self._asked: dict[str, int] = {}
+        self._asked: dict[str, int] = {}  # (insertion order: the oldest go past _CHECKED_MAX)
         self._guarded: set[str] = set()
         super().__init__(guardrail_function=self._before, name=name)
         self.output: ToolOutputGuardrail[Any] = ToolOutputGuardrail(
@@ -157,13 +159,19 @@ class BarrierGuardrail(ToolInputGuardrail[Any]):
                 and verdict.request_id is not None
             ):
                 self._asked[call_id] = verdict.request_id
+                while len(self._asked) > _CHECKED_MAX:
+                    del self._asked[next(iter(self._asked))]
                 return True
-            self._checked[call_id] = verdict
-            while len(self._checked) > _CHECKED_MAX:
-                self._checked.popitem(last=False)
+            self._remember(call_id, verdict)
             return False
 
         return needs
+
+    def _remember(self, call_id: str, verdict: Verdict) -> None:
+        """Keep a verdict for the call's input guardrail (the oldest go past _CHECKED_MAX)."""
+        self._checked[call_id] = verdict
+        while len(self._checked) > _CHECKED_MAX:
+            self._checked.popitem(last=False)
 
     def guard(self, *tools: FunctionTool) -> list[FunctionTool]:
         """Put this guardrail (before) and ``output`` (after) on each function tool, after any
@@ -241,8 +249,13 @@ class BarrierGuardrail(ToolInputGuardrail[Any]):
                 continue
             catalog, request = await self._request_of(item)
             if request is None:
-                resolutions.append(Resolution(item, "unknown"))
-                continue
+                # the SDK paused the call without asking needs_approval (arguments it could
+                # not hand over as they are, such as defaults to fill): the gate is asked now
+                checked = await self._check_now(state, item)
+                if isinstance(checked, Resolution):
+                    resolutions.append(checked)
+                    continue
+                request = checked
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             decision = await self._decision(request, left)
             message = _told(catalog, decision)
@@ -258,6 +271,26 @@ class BarrierGuardrail(ToolInputGuardrail[Any]):
                 self._asked.pop(str(_raw(item, "call_id")), None)
             resolutions.append(Resolution(item, action, request, decision, message))
         return resolutions
+
+    async def _check_now(
+        self, state: RunState[Any, Any], item: ToolApprovalItem
+    ) -> Resolution | int:
+        """The gate's verdict on a paused call it was not asked about: the request an ``ask``
+        recorded, else the call approved (the gate allows it: the SDK paused it only because
+        it could not ask) or rejected with the refusal."""
+        call_id = str(_raw(item, "call_id"))
+        args = parse_arguments(_raw(item, "arguments"))
+        verdict = await self.barrier.acheck(item.tool_name or "", args, call_id)
+        if verdict.decision == "ask" and verdict.approval is None and verdict.request_id:
+            self._asked[call_id] = verdict.request_id
+            return verdict.request_id
+        if verdict.allowed:
+            self._remember(call_id, verdict)
+            state.approve(item)
+            return Resolution(item, "allowed", verdict.request_id)
+        message = verdict.message or "pg_labels refused the call"
+        state.reject(item, rejection_message=message)
+        return Resolution(item, "rejected", verdict.request_id, None, message)
 
 
 def _seconds(wait: object) -> float:
