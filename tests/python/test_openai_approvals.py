@@ -303,6 +303,27 @@ async def test_a_call_the_sdk_pauses_without_asking(platform: Platform) -> None:
     assert (kinds.count("tool_called"), kinds.count("tool_result")) == (2, 2)
 
 
+async def test_a_verdict_is_used_for_its_own_call_only(platform: Platform) -> None:
+    """A verdict needs_approval took and no guardrail used (a call id the model uses again,
+    other arguments): the gate is asked again for the new call."""
+    from pg_labels import Verdict
+    from pg_labels.openai_agents import _key
+
+    run = paused_run(platform)
+    tools = Tools()
+    guardrail = barrier_guardrail(run, names=catalog_name)
+    guardrail._checked["z1"] = (_key({"order": 1}), Verdict("tickets_read", "allow"))
+    model = ScriptedModel([[call("tickets_read", {"order": 2}, "z1")], [say("ok")]])
+    await Runner.run(agent_of(model, guardrail, tools), "read", max_turns=10)
+    assert tools.ran == [("tickets.read", {"order": 2})]
+    with connect(autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT kind, args FROM pg_labels.steps WHERE run_id = %s AND kind = 'tool_called'",
+            [run.id],
+        ).fetchall()
+    assert rows == [("tool_called", {"order": 2})]
+
+
 def test_a_tool_with_its_own_needs_approval(platform: Platform) -> None:
     tools = Tools()
     tools.all[2].needs_approval = True

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
@@ -106,7 +107,7 @@ class BarrierGuardrail(ToolInputGuardrail[Any]):
         self._allowed: dict[str, Verdict] = {}
         # pause=True: the verdicts needs_approval took (by call id) that did not pause, for
         # the input guardrail; the requests of the calls that paused
-        self._checked: OrderedDict[str, Verdict] = OrderedDict()
+        self._checked: OrderedDict[str, tuple[str, Verdict]] = OrderedDict()
         self._asked: dict[str, int] = {}  # (insertion order: the oldest go past _CHECKED_MAX)
         self._guarded: set[str] = set()
         super().__init__(guardrail_function=self._before, name=name)
@@ -116,11 +117,14 @@ class BarrierGuardrail(ToolInputGuardrail[Any]):
 
     async def _before(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         context = data.context
-        verdict = self._checked.pop(context.tool_call_id, None)
-        if verdict is None:  # not checked by needs_approval, or resumed after an approval
-            verdict = await self.barrier.acheck(
-                context.tool_name, parse_arguments(context.tool_arguments), context.tool_call_id
-            )
+        args = parse_arguments(context.tool_arguments)
+        checked = self._checked.pop(context.tool_call_id, None)
+        # the verdict needs_approval took for this very call (same call id and arguments);
+        # else (not checked, or resumed after an approval) the gate is asked now
+        if checked is not None and checked[0] == _key(args):
+            verdict = checked[1]
+        else:
+            verdict = await self.barrier.acheck(context.tool_name, args, context.tool_call_id)
         if verdict.allowed:
             self._allowed[context.tool_call_id] = verdict
             return ToolGuardrailFunctionOutput.allow(output_info=verdict)
@@ -162,14 +166,14 @@ class BarrierGuardrail(ToolInputGuardrail[Any]):
                 while len(self._asked) > _CHECKED_MAX:
                     del self._asked[next(iter(self._asked))]
                 return True
-            self._remember(call_id, verdict)
+            self._remember(call_id, params, verdict)
             return False
 
         return needs
 
-    def _remember(self, call_id: str, verdict: Verdict) -> None:
+    def _remember(self, call_id: str, args: object, verdict: Verdict) -> None:
         """Keep a verdict for the call's input guardrail (the oldest go past _CHECKED_MAX)."""
-        self._checked[call_id] = verdict
+        self._checked[call_id] = (_key(args), verdict)
         while len(self._checked) > _CHECKED_MAX:
             self._checked.popitem(last=False)
 
@@ -285,12 +289,16 @@ class BarrierGuardrail(ToolInputGuardrail[Any]):
             self._asked[call_id] = verdict.request_id
             return verdict.request_id
         if verdict.allowed:
-            self._remember(call_id, verdict)
+            self._remember(call_id, args, verdict)
             state.approve(item)
             return Resolution(item, "allowed", verdict.request_id)
         message = verdict.message or "pg_labels refused the call"
         state.reject(item, rejection_message=message)
         return Resolution(item, "rejected", verdict.request_id, None, message)
+
+
+def _key(args: object) -> str:
+    return json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _seconds(wait: object) -> float:
