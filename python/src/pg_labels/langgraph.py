@@ -80,9 +80,6 @@ _READ: Final = sql.SQL(
     "SELECT status, expires_at, decision_reason FROM pg_labels.approval_requests "
     "WHERE id = %s AND run_id = %s"
 )
-_REQUEST_TTL: Final = sql.SQL(
-    "SELECT pg_labels.request_approval(%s, %s, %s, '{}', %s, %s::interval)"
-)
 _FIND: Final = sql.SQL(
     "SELECT id, status, used_by FROM pg_labels.approval_requests "
     "WHERE run_id = %s AND tool = %s AND args IS NOT DISTINCT FROM %s "
@@ -195,10 +192,10 @@ class _PausingGuard(Guard):
         row = self.run.platform._row(_FIND, [self.run.id, catalog, _args(args), marker, marker])
         if row is not None and (row[1] != "granted" or row[2] is None):
             return int(row[0]), None
-        if self.ttl is None:
-            return self.run.request_approval(catalog, args, reason=_marked(reason, marker)), None
-        params = [self.run.id, catalog, _args(args), _marked(reason, marker), self.ttl]
-        return int(self.run.platform._one(_REQUEST_TTL, params)[0]), None
+        request = self.run.request_approval(
+            catalog, args, reason=_marked(reason, marker), ttl=self.ttl
+        )
+        return request, None
 
     async def _arequest(
         self, catalog: str, args: object, reason: str | None
@@ -212,11 +209,10 @@ class _PausingGuard(Guard):
         )
         if row is not None and (row[1] != "granted" or row[2] is None):
             return int(row[0]), None
-        if self.ttl is None:
-            request = await self.run.request_approval(catalog, args, reason=_marked(reason, marker))
-            return request, None
-        params = [self.run.id, catalog, _args(args), _marked(reason, marker), self.ttl]
-        return int((await self.run.platform._one(_REQUEST_TTL, params))[0]), None
+        request = await self.run.request_approval(
+            catalog, args, reason=_marked(reason, marker), ttl=self.ttl
+        )
+        return request, None
 
     def read(self, request: int) -> _Request | None:
         """The request as the database says now (``None``: it cannot be read)."""

@@ -256,8 +256,7 @@ class AsyncRun(_RunHandle):
     ) -> int:
         """``pg_labels.request_approval``: returns the request's step id, which a person
         decides with ``decide_approval``. ``ttl`` (a ``timedelta`` or seconds) makes the
-        request expire then, or earlier when the run's published agent version has a shorter
-        ``approval_ttl``."""
+        request expire then, undecided (``None``: never)."""
         params = [
             self.id,
             _name(tool, "tool"),
