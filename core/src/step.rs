@@ -176,6 +176,19 @@ pub fn fill(kind: Kind, column: Column) -> Fill {
     }
 }
 
+/// How far from its request's time an expiry may be: 100 years (of 365.25 days), in
+/// microseconds. Beyond it (or infinite) a request's `expires_at` is refused: a request that
+/// never expires has none.
+pub const EXPIRY_RANGE: i64 = 100 * 36_525 * 86_400 * 1_000_000 / 100;
+
+/// May a request made at `created_at` expire at `expires_at` (both in PostgreSQL's
+/// microseconds; `i64::MIN` and `i64::MAX` are its infinities)?
+pub fn expiry_in_range(created_at: i64, expires_at: i64) -> bool {
+    expires_at
+        .checked_sub(created_at)
+        .is_some_and(|d| d.abs() <= EXPIRY_RANGE)
+}
+
 /// A column the writer filled that the step's kind does not allow, or one it left out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ShapeError {

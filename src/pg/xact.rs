@@ -2,6 +2,7 @@
 //! (a registry of plain functions behind one pair of PostgreSQL callbacks), and what the
 //! current transaction is (its ids, when it started, whether it is a block).
 
+use crate::pg::error::Error;
 use crate::pg::local::BackendLocal;
 use pgrx::pg_sys::{self, SubTransactionId, TransactionId};
 
@@ -27,18 +28,35 @@ pub type OnSubEnd = fn(SubEnd, SubTransactionId, SubTransactionId);
 // callback comes at the process's exit)
 static ON_END: BackendLocal<Vec<fn(End)>> = BackendLocal::new(Vec::new());
 static ON_SUB_END: BackendLocal<Vec<OnSubEnd>> = BackendLocal::new(Vec::new());
+static BEFORE_COMMIT: BackendLocal<Vec<BeforeCommit>> = BackendLocal::new(Vec::new());
+static REGISTERED: BackendLocal<bool> = BackendLocal::new(false);
+
+/// Asked just before a transaction commits (or is prepared): an error refuses the commit, and
+/// the transaction rolls back with it. It must not fail otherwise (no panic, no ERROR of
+/// PostgreSQL's: it reads what it kept, it runs no statement).
+pub type BeforeCommit = fn() -> Result<(), Error>;
+
+fn register() {
+    if !REGISTERED.get() {
+        // SAFETY: registers a plain function that lives as long as the library, once.
+        unsafe { pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut()) };
+        REGISTERED.set(true);
+    }
+}
 
 /// Call `f` at the end of every transaction of this backend (commit, abort or prepare), for as
 /// long as the library is loaded. Functions registered later are called first (as PostgreSQL
 /// calls its own callbacks). `f` must not raise an error: the transaction is over.
 pub fn on_end(f: fn(End)) {
-    ON_END.with(|l| {
-        if l.is_empty() {
-            // SAFETY: registers a plain function that lives as long as the library, once.
-            unsafe { pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut()) };
-        }
-        l.push(f);
-    });
+    register();
+    ON_END.with(|l| l.push(f));
+}
+
+/// Ask `f` before every commit (and prepare) of this backend's transactions, for as long as the
+/// library is loaded ([`BeforeCommit`]).
+pub fn before_commit(f: BeforeCommit) {
+    register();
+    BEFORE_COMMIT.with(|l| l.push(f));
 }
 
 /// Call `f` at the end of every subtransaction (released or rolled back), as [`on_end`].
@@ -61,6 +79,25 @@ unsafe extern "C-unwind" fn xact_callback(
     event: pg_sys::XactEvent::Type,
     _: *mut std::ffi::c_void,
 ) {
+    if event == pg_sys::XactEvent::XACT_EVENT_PRE_COMMIT
+        || event == pg_sys::XactEvent::XACT_EVENT_PRE_PREPARE
+    {
+        let n = BEFORE_COMMIT.with(|l| l.len());
+        let mut refused = None;
+        for i in 0..n {
+            let f = BEFORE_COMMIT.with(|l| l[i]);
+            if let Err(e) = f() {
+                refused = Some(e);
+                break;
+            }
+        }
+        if let Some(e) = refused {
+            // SAFETY: the outermost frame of this callback, nothing live to drop: the ERROR
+            // aborts the transaction, as PostgreSQL allows before it commits.
+            unsafe { crate::pg::error::raise(e) }
+        }
+        return;
+    }
     let end = match event {
         pg_sys::XactEvent::XACT_EVENT_COMMIT => End::Commit,
         pg_sys::XactEvent::XACT_EVENT_ABORT => End::Abort,

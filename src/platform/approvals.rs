@@ -12,9 +12,11 @@
 
 use crate::pg::datum::{text_datum, Jsonb, Timestamp, Uuid};
 use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
+use crate::pg::local::BackendLocal;
 use crate::pg::role::{as_owner, current_user, current_user_name, is_member, role_oid};
 use crate::pg::spi::{with_spi, SavedPlan};
 use crate::pg::sys::Datum;
+use crate::pg::sys::SubTransactionId;
 use crate::platform::relations::platform_owner;
 use crate::platform::state::DECIDING;
 use crate::sql_function;
@@ -70,6 +72,36 @@ static DECIDE: SavedPlan = SavedPlan::new(
       RETURNING id",
 );
 
+/// The decisions this transaction wrote on requests that expire: (request, its expiry, the
+/// subtransaction that wrote it). A decision checked before the expiry whose transaction
+/// commits after it is refused at the commit ([`before_commit`]): a request read as expired
+/// never turns out decided.
+static DECIDED: BackendLocal<Vec<(i64, i64, SubTransactionId)>> = BackendLocal::new(Vec::new());
+
+/// Before the transaction commits: is every decision it wrote still before its request's
+/// expiry?
+pub fn before_commit() -> Result<()> {
+    let now = crate::pg::backend::now();
+    match DECIDED.with(|d| d.iter().find(|(_, at, _)| now >= *at).copied()) {
+        Some((request, at, _)) => Err(refusal::request_expired(
+            request,
+            &pg_labels_core::retention::utc_text_micros(at),
+        )
+        .into()),
+        None => Ok(()),
+    }
+}
+
+/// The transaction ended: its decisions are written or gone.
+pub fn end_of_transaction() {
+    DECIDED.with(|d| d.clear());
+}
+
+/// A subtransaction rolled back: the decisions it (or one inside it) wrote are gone.
+pub fn subtransaction_aborted(sub: SubTransactionId) {
+    DECIDED.with(|d| d.retain(|(_, _, s)| *s < sub));
+}
+
 sql_function! {
     /// `pg_labels.decide_approval(request bigint, granted boolean, reason text) → bigint`
     fn pgl_decide_approval(call) {
@@ -122,9 +154,6 @@ fn decide(request: i64, granted: bool, reason: Option<Datum>, withdraw: bool) ->
                 false,
                 1,
             )?;
-            if req.is_empty() {
-                return Err(refusal::no_request(request).into());
-            }
             // an approver decides only requests its grants reach: the scope the request's data
             // is read in (its run's, wider when the run carries another area's labels), so
             // that what it may decide is exactly the queue it can list in the scopes it may
@@ -143,6 +172,11 @@ fn decide(request: i64, granted: bool, reason: Option<Datum>, withdraw: bool) ->
                 if !scope.is_some_and(|s| reach.reaches(&s.0)) {
                     return Err(refusal::no_request(request).into());
                 }
+            }
+            // (after the reach's lookups, which a request that does not exist takes too: the
+            // time taken tells no one whether another company's id is a request)
+            if req.is_empty() {
+                return Err(refusal::no_request(request).into());
             }
             let requester: String = req.get(0, 2)?.unwrap_or_default();
             // a withdrawal is the requester's own: to any other role, a request is answered
@@ -220,6 +254,10 @@ fn decide(request: i64, granted: bool, reason: Option<Datum>, withdraw: bool) ->
                 false,
                 0,
             )?;
+            if let Some(at) = expires_at.filter(|_| !withdraw) {
+                let sub = crate::pg::xact::subtransaction();
+                DECIDED.with(|d| d.push((request, at.0, sub)));
+            }
             Ok(Datum::from(rows.must::<i64>(0, 1)?))
         })
     })

@@ -289,7 +289,50 @@ def test_a_429_s_retry_after_is_honoured(notifier: Callable[..., tuple[Receiver,
     assert f"request {request}: HTTP 429; retrying in 2.0 s" in log.read_text()
 
 
+def test_a_refused_message_goes_as_its_text_and_link(
+    notifier: Callable[..., tuple[Receiver, Path]],
+) -> None:
+    rec, log = notifier()
+    script_next(rec, (400, {}))
+    request, _ = new_request(6007)
+    posts = wait_for(lambda: len(rec.of(request)) >= 2 and rec.of(request), 15, "the text alone")
+    first, second = posts[0].body, posts[1].body
+    assert "blocks" in first and "blocks" not in second
+    assert f"{CONSOLE}/approvals/{request}" in second["text"]
+    time.sleep(1.0)
+    assert len(rec.of(request)) == 2
+    assert f"request {request}: the webhook answered HTTP 400" in log.read_text()
+
+
 # -- the message and the bounds, without the database ---------------------------------------
+
+
+def test_escaped_values_stay_within_slack_s_limits() -> None:
+    """Escaping lengthens a value (`&` is 5 characters to Slack): the limits count what Slack
+    receives, 3,000 characters a section's text and 2,000 a field's."""
+    req = {
+        "id": 8,
+        "run_id": "00000000-0000-0000-0000-000000000008",
+        "run_scope": "acme/" + "&" * 400,
+        "agent": "<" * 400,
+        "tool": "&" * 400,
+        "args": {"body": "<p>&amp;</p>" * 2000},
+        "labels": ["tag:" + "&" * 300, "origin:<x>"],
+        "reason": "&<>" * 2000,
+        "requested_by": ">" * 400,
+        "expires_at": None,
+    }
+    body = message(req, "&" * 2000, CONSOLE, Limits())
+    for b in body["blocks"]:
+        if b["type"] == "section" and "text" in b:
+            assert len(b["text"]["text"]) <= 3000, b["text"]["text"][:80]
+        for f in b.get("fields", []):
+            assert len(f["text"]) <= 2000
+    assert "characters in all: the whole in the console" in json.dumps(body)
+    # cut between escapes, never inside one
+    cut = json.dumps(body, ensure_ascii=False)
+    assert "…" in cut and not re.search(r"&(a|am|l|g|lt|gt|amp)?…", cut)
+
 
 
 def test_the_body_is_bounded_and_hostile_values_stay_text() -> None:

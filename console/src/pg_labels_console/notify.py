@@ -24,6 +24,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -85,6 +86,28 @@ def _code(text: str) -> str:
     return _mrkdwn(text).replace("```", "`\u200b``")
 
 
+def _fit(text: str, n: int, render: Callable[[str], str]) -> tuple[str, bool]:
+    """`render(text)`, or that of the longest beginning of `text` whose rendering is at most `n`
+    characters (escaping lengthens a text: the limit counts what Slack receives), and whether it
+    was cut."""
+    if len(render(text)) <= n:
+        return render(text), False
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if len(render(text[:mid])) <= n:
+            lo = mid
+        else:
+            hi = mid - 1
+    return render(text[:lo]), True
+
+
+def _shown(text: str, n: int) -> str:
+    """A value as mrkdwn text of at most `n` characters once escaped (cut with an ellipsis)."""
+    out, cut = _fit(text, n - 1, _mrkdwn)
+    return out + "…" if cut else out
+
+
 def _plain(text: str) -> dict[str, Any]:
     return {"type": "plain_text", "text": text or " ", "emoji": False}
 
@@ -110,13 +133,14 @@ def message(req: db.Row, why: str | None, console_url: str, limits: Limits) -> d
     run = str(req["run_id"])
     scope = _clip(str(req.get("run_scope") or ""), n)
     args = json.dumps(req["args"], indent=2, ensure_ascii=False, sort_keys=True)
-    shown = args if len(args) <= limits.args_chars else args[: limits.args_chars] + "\n…"
-    if len(shown) < len(args):
-        shown += f" ({len(args)} characters in all: the whole in the console)"
-    reasons = [_clip(why, n) if why else "a reversible write on data of untrusted origin"]
+    # (the limit counts the escaped text: Slack takes 3,000 characters a section)
+    code, cut = _fit(args, limits.args_chars, _code)
+    if cut:
+        code += f"\n… ({len(args)} characters in all: the whole in the console)"
+    reasons = [_shown(why, n) if why else "a reversible write on data of untrusted origin"]
     if req.get("reason"):
-        reasons.append("the platform says: " + _clip(str(req["reason"]), n))
-    labels = _clip(" ".join(req.get("labels") or []), n)
+        reasons.append("the platform says: " + _shown(str(req["reason"]), n))
+    labels = _shown(" ".join(req.get("labels") or []), n)
     who = _clip(str(req.get("requested_by") or ""), n)
     text = (
         f"Approval request {req['id']}: {_mrkdwn(tool)} in run {run[:8]}"
@@ -135,15 +159,15 @@ def message(req: db.Row, why: str | None, console_url: str, limits: Limits) -> d
         {"type": "section", "fields": fields},
         {
             "type": "section",
-            "text": {"type": "mrkdwn", "text": f"*Arguments*\n```{_code(shown)}```"},
+            "text": {"type": "mrkdwn", "text": f"*Arguments*\n```{code}```"},
         },
         {
             "type": "section",
             "text": {
                 "type": "mrkdwn",
                 "text": "*Why it asks*\n"
-                + "\n".join(_mrkdwn(r) for r in reasons)
-                + (f"\n*Labels of the call*: {_mrkdwn(labels)}" if labels else ""),
+                + "\n".join(reasons)
+                + (f"\n*Labels of the call*: {labels}" if labels else ""),
             },
         },
         {
@@ -159,6 +183,11 @@ def message(req: db.Row, why: str | None, console_url: str, limits: Limits) -> d
         },
     ]
     return {"text": text, "blocks": blocks}
+
+
+def text_only(body: dict[str, Any], limits: Limits) -> bytes:
+    """The message's `text` (which has the link) alone, within limits.body."""
+    return json.dumps({"text": _clip(body["text"], limits.body // 8)}).encode()[: limits.body]
 
 
 def encode(body: dict[str, Any], limits: Limits) -> bytes:
@@ -223,6 +252,8 @@ def redact(url: str) -> str:
 class Item:
     request_id: int
     body: bytes
+    #: the text and the link alone, sent once should the webhook refuse the whole (a 4xx)
+    fallback: bytes | None = None
 
 
 @dataclass
@@ -308,8 +339,9 @@ class Poster:
         """Post one message: True once posted, False when given up, None when told to stop
         (a message waiting for its retry is then dropped)."""
         started = time.monotonic()
+        body, fallback = item.body, item.fallback
         for attempt in range(1, self.limits.attempts + 1):
-            status, ra, note = self.post_once(item.body)
+            status, ra, note = self.post_once(body)
             if status is not None and 200 <= status < 300:
                 self.posted += 1
                 log.info(
@@ -317,6 +349,17 @@ class Poster:
                 )
                 return True
             retriable = status is None or status == 429 or status >= 500
+            if not retriable and fallback is not None and attempt < self.limits.attempts:
+                # the webhook refused the message itself (a block too long for it, say): the
+                # text and the link alone, once
+                log.warning(
+                    "request %d: the webhook answered HTTP %d (%s): sending the text and link only",
+                    item.request_id,
+                    status,
+                    note,
+                )
+                body, fallback = fallback, None
+                continue
             if not retriable:
                 self.failed += 1
                 log.error(
@@ -456,8 +499,9 @@ class Notifier:
                 continue
             if rid in self.seen:
                 continue
-            body = encode(message(row, why, self.console_url, self.limits), self.limits)
-            if self.poster.offer(Item(rid, body)):
+            whole = message(row, why, self.console_url, self.limits)
+            body = encode(whole, self.limits)
+            if self.poster.offer(Item(rid, body, text_only(whole, self.limits))):
                 self.seen.add(rid)
                 log.info("request %d queued for the webhook", rid)
             else:

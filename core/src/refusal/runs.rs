@@ -326,6 +326,16 @@ pub fn request_expired(request: i64, at: &str) -> Refusal {
     .hint("The call has to be asked for again: a new request, with the arguments as they are now.")
 }
 
+/// A request's expiry that is infinite or more than 100 years from its time.
+pub fn expiry_out_of_range() -> Refusal {
+    Refusal::plain(
+        sqlstate::INVALID_PARAMETER_VALUE,
+        Some("steps"),
+        "expires_at of an approval_requested step must be a finite time within 100 years of the request's".into(),
+    )
+    .hint("A request that never expires has no expires_at (request_approval()'s ttl NULL).")
+}
+
 /// A request decided twice.
 pub fn already_decided(request: i64) -> Refusal {
     Refusal::check(

@@ -56,3 +56,15 @@ fn shapes() {
         }
     }
 }
+
+#[test]
+fn an_expiry_is_finite_and_within_a_century() {
+    let t = 850_000_000_000_000;
+    assert!(expiry_in_range(t, t));
+    assert!(expiry_in_range(t, t - 1));
+    assert!(expiry_in_range(t, t + EXPIRY_RANGE));
+    assert!(!expiry_in_range(t, t + EXPIRY_RANGE + 1));
+    assert!(!expiry_in_range(t, t - EXPIRY_RANGE - 1));
+    assert!(!expiry_in_range(t, i64::MAX));
+    assert!(!expiry_in_range(t, i64::MIN));
+}

@@ -242,6 +242,15 @@ pub(super) fn step<'a>(
         }
     }
     let actor = actor(trigger, &row, &c, kind)?;
+    // a request's expiry: finite, and within a century of the request (a request that never
+    // expires has none)
+    if let Some(col) = c.expires_at {
+        if let Some(at) = row.get::<Timestamp>(col)? {
+            if !step::expiry_in_range(now.0, at.0) {
+                return Err(refusal::expiry_out_of_range().into());
+            }
+        }
+    }
     let tool = row.get::<&str>(c.tool)?;
     let labels = row.must::<LabelSet<'_>>(c.labels, "steps")?;
     Ok(ControlFlow::Continue(Step {

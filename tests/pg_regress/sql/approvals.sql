@@ -167,6 +167,34 @@ INSERT INTO pg_labels.steps (run_id, kind, tool, args)
 VALUES ('a1000000-0000-0000-0000-000000000002', 'tool_called', 'crm.update', '{"deal": 10}') RETURNING id AS call \gset
 SELECT status, used_by = :call AS used FROM pg_labels.approval_requests WHERE id = :waits;
 RESET ROLE;
+-- an expiry is finite and within a century of its request
+SET ROLE regress_pg_labels_platform;
+INSERT INTO pg_labels.steps (run_id, kind, tool, args, expires_at)
+VALUES ('a1000000-0000-0000-0000-000000000002', 'approval_requested', 'crm.update', '{"deal": 20}', 'infinity');
+INSERT INTO pg_labels.steps (run_id, kind, tool, args, expires_at)
+VALUES ('a1000000-0000-0000-0000-000000000002', 'approval_requested', 'crm.update', '{"deal": 21}', '-infinity');
+SELECT pg_labels.request_approval('a1000000-0000-0000-0000-000000000002', 'crm.update', '{"deal": 22}', ttl => '101 years');
+-- a decision checked before its request's expiry whose transaction commits after it is
+-- refused at the commit (a request read as expired never turns out decided); one rolled back
+-- to a savepoint is not
+SELECT pg_labels.request_approval('a1000000-0000-0000-0000-000000000002', 'crm.update', '{"deal": 23}', ttl => '1 second') AS short \gset
+SELECT pg_labels.request_approval('a1000000-0000-0000-0000-000000000002', 'crm.update', '{"deal": 24}', ttl => '3 seconds') AS late \gset
+SET ROLE regress_pg_labels_alice;
+BEGIN;
+SAVEPOINT undone;
+SELECT pg_labels.decide_approval(:short, true) IS NOT NULL AS granted;
+ROLLBACK TO SAVEPOINT undone;
+SELECT pg_sleep(1.1);
+COMMIT;
+BEGIN;
+SELECT pg_labels.decide_approval(:late, true) IS NOT NULL AS granted;
+SELECT pg_sleep(2);
+\set VERBOSITY sqlstate
+COMMIT;
+\set VERBOSITY default
+SET ROLE regress_pg_labels_platform;
+SELECT id = :short AS short, status, decided_by FROM pg_labels.approval_requests WHERE id IN (:short, :late) ORDER BY id;
+RESET ROLE;
 -- the expiries are in the run's hash chain, which holds
 SELECT intact, steps FROM pg_labels.verify('a1000000-0000-0000-0000-000000000002');
 
