@@ -9,6 +9,7 @@ another client cancelling, forged notifications, a flood of waiting calls."""
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -376,3 +377,44 @@ async def test_a_flood_of_waiting_calls_holds_no_more_than_its_bound(tmp_path: P
                     await after.done.wait()
             assert after.result is not None and not after.result.is_error, text(after.result)
     assert ran(calls) == ["after"]
+
+
+def docs_block() -> str:
+    """docs/approvals.md's Python client of the MCP gateway, as written."""
+    page = (Path(__file__).parents[2] / "docs" / "approvals.md").read_text(encoding="utf-8")
+    section = page[page.index("\n## The MCP gateway\n") :]
+    found = re.search(r"\n```python\n(.*?)\n```\n", section, re.S)
+    assert found, "docs/approvals.md: no python block in ## The MCP gateway"
+    return found.group(1)
+
+
+async def test_the_docs_example(
+    tmp_path: Path, files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = docs_block()
+    assert "/srv/files" in code
+    namespace: dict[str, Any] = {}
+    exec(compile(code.replace("/srv/files", str(files)), "approvals.md", "exec"), namespace)
+    config, agent = write_config(
+        tmp_path / "gw.toml",
+        files=files,
+        everything=None,
+        labels=UNTRUSTED,
+        approval_progress=0.2,
+    )
+    answers: list[str] = []
+    async with stdio_gateway(gateway_args(config)) as session:
+        async with anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                answers.append(await namespace["make_reports_dir"](session))
+
+            tg.start_soon(call)
+            [request] = await requested(agent)
+            await anyio.sleep(0.5)
+            assert not (files / "reports").exists()
+            await decide(request, True, "checked the path")
+    assert answers == [f"Successfully created directory {files / 'reports'}"], answers
+    assert (files / "reports").is_dir()
+    printed = capsys.readouterr().out
+    assert f"s of 120s: waiting for a person's decision on approval request {request}" in printed
