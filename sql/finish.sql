@@ -22,21 +22,22 @@ COMMENT ON FUNCTION pg_labels.gate(uuid, text, jsonb, @extschema@.labelset) IS
     'Judges a proposed tool call by the rules the trigger applies to tool_called, without raising: allow, ask or block; records a gate_decided step';
 
 CREATE FUNCTION pg_labels.request_approval(run uuid, tool text, args jsonb DEFAULT NULL,
-                                           labels @extschema@.labelset DEFAULT '{}', reason text DEFAULT NULL)
+                                           labels @extschema@.labelset DEFAULT '{}', reason text DEFAULT NULL,
+                                           ttl interval DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 AS $request$
 DECLARE
     made bigint;
 BEGIN
-    INSERT INTO pg_labels.steps (run_id, kind, tool, args, labels, reason)
-    VALUES (run, 'approval_requested', tool, args, labels, reason)
+    INSERT INTO pg_labels.steps (run_id, kind, tool, args, labels, reason, expires_at)
+    VALUES (run, 'approval_requested', tool, args, labels, reason, pg_catalog.now() + ttl)
     RETURNING steps.id INTO made;
     RETURN made;
 END
 $request$;
-COMMENT ON FUNCTION pg_labels.request_approval(uuid, text, jsonb, @extschema@.labelset, text) IS
-    'Records an approval_requested step for one concrete call (run, tool, args); returns its id';
+COMMENT ON FUNCTION pg_labels.request_approval(uuid, text, jsonb, @extschema@.labelset, text, interval) IS
+    'Records an approval_requested step for one concrete call (run, tool, args), announced on the channel pg_labels_approvals at commit; it expires undecided after ttl (NULL: never); returns its id';
 
 
 --------------------------------------------------------------------------------------------

@@ -113,6 +113,12 @@ REVOKE ALL ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) FROM PUB
 COMMENT ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) IS
     'Records a person''s decision on an approval request; EXECUTE only for roles the DBA grants it to, never the requester';
 
+CREATE FUNCTION pg_labels.withdraw_approval(request bigint, reason text DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'pgl_withdraw_approval' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION pg_labels.withdraw_approval(bigint, text) IS
+    'The requester withdraws its own undecided approval request (it stopped waiting): records it denied, with the requester as the decider';
+
 CREATE FUNCTION pg_labels.purge(older_than timestamptz)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'pgl_purge' LANGUAGE C VOLATILE;

@@ -689,3 +689,99 @@ BEGIN
     END LOOP;
 END
 $everywhere$;
+
+-- Approvals that wait (issue 49): a request may expire (steps.expires_at, from
+-- request_approval()'s ttl; in the chain when set), its requester may withdraw it
+-- (withdraw_approval()), each request and decision is announced on the channel
+-- pg_labels_approvals, and pg_labels.approval_requests reads each request's state. The roles
+-- that read the trail read the requests.
+ALTER TABLE pg_labels.steps ADD COLUMN expires_at timestamptz;
+COMMENT ON COLUMN pg_labels.steps.expires_at IS
+    'approval_requested: when the request expires, undecided (request_approval()''s ttl; NULL: never); past it nobody decides it';
+CREATE OR REPLACE VIEW pg_labels.trail WITH (security_invoker = true) AS
+SELECT s.id, s.run_id, r.scope AS run_scope, r.agent, r.agent_version, s.kind, s.tool, s.labels,
+       s.args, s.decision, s.rule, s.reason, s.request_id, s.origin_run, s.artifact_id, s.digest,
+       s.share_id, s.crossing_ids, s.actor, s.created_at, s.expires_at
+FROM pg_labels.steps s
+JOIN pg_labels.runs r ON r.id = s.run_id;
+COMMENT ON COLUMN pg_labels.trail.expires_at IS
+    'approval_requested: when the request expires, undecided (request_approval()''s ttl; NULL: never); past it nobody decides it';
+
+CREATE VIEW pg_labels.approval_requests WITH (security_invoker = true) AS
+SELECT q.id, q.run_id, r.scope AS run_scope, r.agent, r.agent_version, q.tool, q.args, q.labels,
+       q.reason, q.actor AS requested_by, q.created_at AS requested_at, q.expires_at,
+       CASE WHEN d.id IS NULL AND q.expires_at <= pg_catalog.clock_timestamp() THEN 'expired'
+            WHEN d.id IS NULL THEN 'pending'
+            WHEN d.decision = 'granted' THEN 'granted'
+            WHEN d.actor = q.actor THEN 'withdrawn'
+            ELSE 'denied' END AS status,
+       d.actor AS decided_by, d.created_at AS decided_at, d.reason AS decision_reason,
+       d.id AS decision_id, u.id AS used_by
+FROM pg_labels.steps q
+JOIN pg_labels.runs r ON r.id = q.run_id
+LEFT JOIN LATERAL (SELECT d.id, d.decision, d.actor, d.created_at, d.reason FROM pg_labels.steps d
+                    WHERE d.request_id = q.id AND d.run_id = q.run_id AND d.kind = 'approval_decided'
+                    ORDER BY d.id LIMIT 1) d ON true
+LEFT JOIN LATERAL (SELECT u.id FROM pg_labels.steps u
+                    WHERE u.request_id = q.id AND u.run_id = q.run_id AND u.kind = 'tool_called'
+                    ORDER BY u.id LIMIT 1) u ON true
+WHERE q.kind = 'approval_requested';
+COMMENT ON VIEW pg_labels.approval_requests IS
+    'Every approval request the reader may read, with its state: pending, granted, denied, withdrawn (by its requester) or expired (undecided past expires_at)';
+COMMENT ON COLUMN pg_labels.approval_requests.id IS 'The request (its approval_requested step; the payload of a NOTIFY on pg_labels_approvals)';
+COMMENT ON COLUMN pg_labels.approval_requests.run_id IS 'Its run';
+COMMENT ON COLUMN pg_labels.approval_requests.run_scope IS 'The run''s scope';
+COMMENT ON COLUMN pg_labels.approval_requests.agent IS 'The run''s agent';
+COMMENT ON COLUMN pg_labels.approval_requests.agent_version IS 'The published version the run runs, if any';
+COMMENT ON COLUMN pg_labels.approval_requests.tool IS 'The tool the call would call';
+COMMENT ON COLUMN pg_labels.approval_requests.args IS 'The call''s real arguments';
+COMMENT ON COLUMN pg_labels.approval_requests.labels IS 'What the request step carried';
+COMMENT ON COLUMN pg_labels.approval_requests.reason IS 'Why it asks, as the requester wrote it';
+COMMENT ON COLUMN pg_labels.approval_requests.requested_by IS 'The role that requested it';
+COMMENT ON COLUMN pg_labels.approval_requests.requested_at IS 'When';
+COMMENT ON COLUMN pg_labels.approval_requests.expires_at IS 'When it expires undecided (NULL: never)';
+COMMENT ON COLUMN pg_labels.approval_requests.status IS 'pending, granted, denied, withdrawn or expired';
+COMMENT ON COLUMN pg_labels.approval_requests.decided_by IS 'The person who decided it (the requester, when withdrawn)';
+COMMENT ON COLUMN pg_labels.approval_requests.decided_at IS 'When it was decided';
+COMMENT ON COLUMN pg_labels.approval_requests.decision_reason IS 'The decider''s reason';
+COMMENT ON COLUMN pg_labels.approval_requests.decision_id IS 'The approval_decided step';
+COMMENT ON COLUMN pg_labels.approval_requests.used_by IS 'The tool_called step that used the granted approval, once used';
+DO $requests$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT DISTINCT a.grantee
+               FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+              WHERE c.oid = 'pg_labels.trail'::pg_catalog.regclass
+                AND a.privilege_type = 'SELECT' AND a.grantee <> c.relowner
+    LOOP
+        EXECUTE pg_catalog.format('GRANT SELECT ON pg_labels.approval_requests TO %s',
+            CASE WHEN r.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(r.grantee)) END); -- %s: PUBLIC or a quoted role
+    END LOOP;
+END
+$requests$;
+
+DROP FUNCTION pg_labels.request_approval(uuid, text, jsonb, @extschema@.labelset, text);
+CREATE FUNCTION pg_labels.request_approval(run uuid, tool text, args jsonb DEFAULT NULL,
+                                           labels @extschema@.labelset DEFAULT '{}', reason text DEFAULT NULL,
+                                           ttl interval DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+AS $request$
+DECLARE
+    made bigint;
+BEGIN
+    INSERT INTO pg_labels.steps (run_id, kind, tool, args, labels, reason, expires_at)
+    VALUES (run, 'approval_requested', tool, args, labels, reason, pg_catalog.now() + ttl)
+    RETURNING steps.id INTO made;
+    RETURN made;
+END
+$request$;
+COMMENT ON FUNCTION pg_labels.request_approval(uuid, text, jsonb, @extschema@.labelset, text, interval) IS
+    'Records an approval_requested step for one concrete call (run, tool, args), announced on the channel pg_labels_approvals at commit; it expires undecided after ttl (NULL: never); returns its id';
+
+CREATE FUNCTION pg_labels.withdraw_approval(request bigint, reason text DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'pgl_withdraw_approval' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION pg_labels.withdraw_approval(bigint, text) IS
+    'The requester withdraws its own undecided approval request (it stopped waiting): records it denied, with the requester as the decider';

@@ -262,6 +262,7 @@ CREATE TABLE pg_labels.steps (
     hash bytea,
     carried_scope @extschema@.scope,
     run_scope @extschema@.scope,
+    expires_at timestamptz,
     PRIMARY KEY (id, slot)
 ) PARTITION BY LIST (slot);
 COMMENT ON TABLE pg_labels.steps IS
@@ -296,6 +297,8 @@ COMMENT ON COLUMN pg_labels.steps.carried_scope IS
     'Where the step can be read: the deepest scope that can carry what its run carried once the step was written (its labels with the run''s); an analyst sees the step when the entered scope reaches it (set by the database)';
 COMMENT ON COLUMN pg_labels.steps.run_scope IS
     'Where the run''s writers read the step: its run''s scope, when carried_scope is wider (NULL: the same; set by the database)';
+COMMENT ON COLUMN pg_labels.steps.expires_at IS
+    'approval_requested: when the request expires, undecided (request_approval()''s ttl; NULL: never); past it nobody decides it';
 ALTER SEQUENCE pg_labels.steps_id_seq OWNED BY pg_labels.steps.id;
 CREATE INDEX steps_created_at_idx ON pg_labels.steps (created_at);
 CREATE INDEX steps_run_idx ON pg_labels.steps (run_id, id);
@@ -620,7 +623,7 @@ $ring$;
 CREATE VIEW pg_labels.trail WITH (security_invoker = true) AS
 SELECT s.id, s.run_id, r.scope AS run_scope, r.agent, r.agent_version, s.kind, s.tool, s.labels,
        s.args, s.decision, s.rule, s.reason, s.request_id, s.origin_run, s.artifact_id, s.digest,
-       s.share_id, s.crossing_ids, s.actor, s.created_at
+       s.share_id, s.crossing_ids, s.actor, s.created_at, s.expires_at
 FROM pg_labels.steps s
 JOIN pg_labels.runs r ON r.id = s.run_id;
 COMMENT ON VIEW pg_labels.trail IS 'Every step with its run''s scope and agent, ready to read';
@@ -694,6 +697,46 @@ COMMENT ON COLUMN pg_labels.approval_points.tool IS 'The tool it calls';
 COMMENT ON COLUMN pg_labels.approval_points.effect IS 'The tool''s effect in the catalog now';
 COMMENT ON COLUMN pg_labels.approval_points.path IS 'How untrusted data reaches it: the declared steps, from the source';
 COMMENT ON COLUMN pg_labels.approval_points.published_at IS 'When the version was published';
+
+CREATE VIEW pg_labels.approval_requests WITH (security_invoker = true) AS
+SELECT q.id, q.run_id, r.scope AS run_scope, r.agent, r.agent_version, q.tool, q.args, q.labels,
+       q.reason, q.actor AS requested_by, q.created_at AS requested_at, q.expires_at,
+       CASE WHEN d.id IS NULL AND q.expires_at <= pg_catalog.clock_timestamp() THEN 'expired'
+            WHEN d.id IS NULL THEN 'pending'
+            WHEN d.decision = 'granted' THEN 'granted'
+            WHEN d.actor = q.actor THEN 'withdrawn'
+            ELSE 'denied' END AS status,
+       d.actor AS decided_by, d.created_at AS decided_at, d.reason AS decision_reason,
+       d.id AS decision_id, u.id AS used_by
+FROM pg_labels.steps q
+JOIN pg_labels.runs r ON r.id = q.run_id
+LEFT JOIN LATERAL (SELECT d.id, d.decision, d.actor, d.created_at, d.reason FROM pg_labels.steps d
+                    WHERE d.request_id = q.id AND d.run_id = q.run_id AND d.kind = 'approval_decided'
+                    ORDER BY d.id LIMIT 1) d ON true
+LEFT JOIN LATERAL (SELECT u.id FROM pg_labels.steps u
+                    WHERE u.request_id = q.id AND u.run_id = q.run_id AND u.kind = 'tool_called'
+                    ORDER BY u.id LIMIT 1) u ON true
+WHERE q.kind = 'approval_requested';
+COMMENT ON VIEW pg_labels.approval_requests IS
+    'Every approval request the reader may read, with its state: pending, granted, denied, withdrawn (by its requester) or expired (undecided past expires_at)';
+COMMENT ON COLUMN pg_labels.approval_requests.id IS 'The request (its approval_requested step; the payload of a NOTIFY on pg_labels_approvals)';
+COMMENT ON COLUMN pg_labels.approval_requests.run_id IS 'Its run';
+COMMENT ON COLUMN pg_labels.approval_requests.run_scope IS 'The run''s scope';
+COMMENT ON COLUMN pg_labels.approval_requests.agent IS 'The run''s agent';
+COMMENT ON COLUMN pg_labels.approval_requests.agent_version IS 'The published version the run runs, if any';
+COMMENT ON COLUMN pg_labels.approval_requests.tool IS 'The tool the call would call';
+COMMENT ON COLUMN pg_labels.approval_requests.args IS 'The call''s real arguments';
+COMMENT ON COLUMN pg_labels.approval_requests.labels IS 'What the request step carried';
+COMMENT ON COLUMN pg_labels.approval_requests.reason IS 'Why it asks, as the requester wrote it';
+COMMENT ON COLUMN pg_labels.approval_requests.requested_by IS 'The role that requested it';
+COMMENT ON COLUMN pg_labels.approval_requests.requested_at IS 'When';
+COMMENT ON COLUMN pg_labels.approval_requests.expires_at IS 'When it expires undecided (NULL: never)';
+COMMENT ON COLUMN pg_labels.approval_requests.status IS 'pending, granted, denied, withdrawn or expired';
+COMMENT ON COLUMN pg_labels.approval_requests.decided_by IS 'The person who decided it (the requester, when withdrawn)';
+COMMENT ON COLUMN pg_labels.approval_requests.decided_at IS 'When it was decided';
+COMMENT ON COLUMN pg_labels.approval_requests.decision_reason IS 'The decider''s reason';
+COMMENT ON COLUMN pg_labels.approval_requests.decision_id IS 'The approval_decided step';
+COMMENT ON COLUMN pg_labels.approval_requests.used_by IS 'The tool_called step that used the granted approval, once used';
 
 
 -- Ledger digests (pg_labels.ledger_digest()): the root a DBA keeps outside the database, and

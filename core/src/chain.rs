@@ -166,6 +166,10 @@ pub struct StepContent<'a> {
     pub created_at: i64,
     pub scope: &'a str,
     pub labels_after: Hash,
+    /// An approval request's expiry (microseconds since 2000-01-01 UTC), release 0.3.1: hashed
+    /// after everything else, and only when there is one, so that every leaf without one
+    /// (every step before it) keeps its hash.
+    pub expires_at: Option<i64>,
 }
 
 pub fn leaf(s: &StepContent<'_>) -> Hash {
@@ -189,6 +193,9 @@ pub fn leaf(s: &StepContent<'_>) -> Hash {
         .int(Some(s.created_at))
         .text(Some(s.scope))
         .bytes(Some(&s.labels_after));
+    if let Some(expires_at) = s.expires_at {
+        e.text(Some("expires_at")).int(Some(expires_at));
+    }
     e.finish()
 }
 

@@ -36,8 +36,9 @@ pub use context::{
 };
 pub use runs::{
     already_decided, approver_denied, decision_not_through_function, listener_agent, no_listener,
-    no_request, no_run, no_version, not_utf8, read_without_artifact, run_in_installation,
-    run_not_opened, run_not_published, step_before_run, step_shape, tool_call, written_by_database,
+    no_request, no_run, no_version, not_utf8, read_without_artifact, request_expired,
+    run_in_installation, run_not_opened, run_not_published, step_before_run, step_shape, tool_call,
+    written_by_database,
 };
 
 /// Most labels a message lists before saying how many more there are.

@@ -92,10 +92,12 @@ pub enum Column {
     Digest,
     ShareId,
     CrossingIds,
+    /// When an approval request expires (release 0.3.1).
+    ExpiresAt,
 }
 
 impl Column {
-    pub const ALL: [Column; 11] = [
+    pub const ALL: [Column; 12] = [
         Column::Tool,
         Column::Args,
         Column::Decision,
@@ -107,6 +109,7 @@ impl Column {
         Column::Digest,
         Column::ShareId,
         Column::CrossingIds,
+        Column::ExpiresAt,
     ];
 
     pub fn name(self) -> &'static str {
@@ -122,6 +125,7 @@ impl Column {
             Column::Digest => "digest",
             Column::ShareId => "share_id",
             Column::CrossingIds => "crossing_ids",
+            Column::ExpiresAt => "expires_at",
         }
     }
 }
@@ -152,7 +156,7 @@ pub fn fill(kind: Kind, column: Column) -> Fill {
         (K::Input | K::Planned, C::Tool | C::Args | C::Reason) => Writer,
         (K::GateDecided | K::ToolCalled, C::Tool | C::Args) => Writer,
         (K::ApprovalRequested, C::Tool) => Required,
-        (K::ApprovalRequested, C::Args | C::Reason) => Writer,
+        (K::ApprovalRequested, C::Args | C::Reason | C::ExpiresAt) => Writer,
         (K::ToolResult, C::Tool) => Required,
         (K::ToolResult, C::Args | C::Reason) => Writer,
         (K::ContextRead, C::ArtifactId) => Required,

@@ -46,6 +46,7 @@ fn answers() -> [String; 4] {
         created_at: 850_000_000_123_456,
         scope: "acme/platform",
         labels_after: after,
+        expires_at: None,
     });
     let hash = chain::link(&genesis, &leaf);
     [genesis, after, leaf, hash].map(|h| chain::hex(&h))

@@ -29,6 +29,7 @@ pub mod heap;
 pub mod inval;
 pub mod local;
 pub mod lock;
+pub mod notify;
 pub mod planner;
 pub mod role;
 pub mod spi;

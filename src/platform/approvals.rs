@@ -3,11 +3,15 @@
 //! `pg_labels.decide_approval(request, granted, reason)` is the only way an `approval_decided`
 //! step enters the trail: EXECUTE is revoked from PUBLIC and granted by the DBA to the roles
 //! that may decide. It refuses the role that requested the approval (and any role that can act
-//! as it through membership), and records the decision with the decider in `actor`.
+//! as it through membership), and records the decision with the decider in `actor`. A request
+//! past its `expires_at` is decided by no one.
+//!
+//! `pg_labels.withdraw_approval(request, reason)` lets the role that wrote a request deny it
+//! itself (the agent stopped waiting): the same `approval_decided` step, `denied`, with the
+//! requester in `actor` (which no approver can be).
 
-use crate::pg::datum::{text_datum, Jsonb, Uuid};
+use crate::pg::datum::{text_datum, Jsonb, Timestamp, Uuid};
 use crate::pg::error::{Error, Result, NULL_VALUE_NOT_ALLOWED};
-use crate::pg::fmgr::Call;
 use crate::pg::role::{as_owner, current_user, current_user_name, is_member, role_oid};
 use crate::pg::spi::{with_spi, SavedPlan};
 use crate::pg::sys::Datum;
@@ -19,7 +23,8 @@ use pg_labels_core::refusal;
 static REQUEST: SavedPlan = SavedPlan::new(
     c"SELECT s.run_id, s.actor, s.tool, s.args,
              EXISTS (SELECT FROM pg_labels.steps d
-                      WHERE d.run_id = s.run_id AND d.request_id = s.id AND d.kind = 'approval_decided')
+                      WHERE d.run_id = s.run_id AND d.request_id = s.id AND d.kind = 'approval_decided'),
+             s.expires_at
         FROM pg_labels.steps s
        WHERE s.id = $1 AND s.kind = 'approval_requested'",
 );
@@ -40,19 +45,38 @@ static DECIDE: SavedPlan = SavedPlan::new(
 sql_function! {
     /// `pg_labels.decide_approval(request bigint, granted boolean, reason text) → bigint`
     fn pgl_decide_approval(call) {
-        crate::platform::refused::guarded("approval", || decide(&call))
+        crate::platform::refused::guarded("approval", || {
+            if call.is_null(0) || call.is_null(1) {
+                return Err(Error::new(
+                    NULL_VALUE_NOT_ALLOWED,
+                    "decide_approval needs a request and a decision",
+                ));
+            }
+            decide(call.i64(0), call.bool(1), call.opt(2), false)
+        })
+    }
+
+    /// `pg_labels.withdraw_approval(request bigint, reason text) → bigint`
+    fn pgl_withdraw_approval(call) {
+        crate::platform::refused::guarded("approval", || {
+            if call.is_null(0) {
+                return Err(Error::new(
+                    NULL_VALUE_NOT_ALLOWED,
+                    "withdraw_approval needs a request",
+                ));
+            }
+            let why = (!call.is_null(1)).then(|| String::from_utf8_lossy(call.bytes(1)).into_owned());
+            let reason = match why.as_deref() {
+                Some(r) => format!("withdrawn: {r}"),
+                None => "withdrawn".to_string(),
+            };
+            decide(call.i64(0), false, Some(text_datum(&reason)?), true)
+        })
     }
 }
 
-fn decide(call: &Call<'_>) -> Result<Datum> {
-    if call.is_null(0) || call.is_null(1) {
-        return Err(Error::new(
-            NULL_VALUE_NOT_ALLOWED,
-            "decide_approval needs a request and a decision",
-        ));
-    }
-    let request = call.i64(0);
-    let granted = call.bool(1);
+/// Record the decision of `request` (`withdraw`: its requester's denial).
+fn decide(request: i64, granted: bool, reason: Option<Datum>, withdraw: bool) -> Result<Datum> {
     let approver_oid = current_user();
     let approver = current_user_name();
     let owner = platform_owner()?;
@@ -73,7 +97,7 @@ fn decide(call: &Call<'_>) -> Result<Datum> {
             // that what it may decide is exactly the queue it can list in the scopes it may
             // enter; another's is answered as one that does not exist (decided or not)
             let reach = crate::platform::grants::reach(approver_oid)?;
-            if !reach.everywhere {
+            if !reach.everywhere && !withdraw {
                 let scope = REQUEST_SCOPE
                     .execute(
                         spi,
@@ -93,7 +117,14 @@ fn decide(call: &Call<'_>) -> Result<Datum> {
             let tool: Option<String> = req.get(0, 3)?;
             let args: Option<Jsonb> = req.get(0, 4)?;
             let decided = req.get::<bool>(0, 5)?.unwrap_or(false);
-            if requester == approver {
+            let expires_at = req.get::<Timestamp>(0, 6)?;
+            if withdraw {
+                // the requester's own: to any other role, a request is answered exactly as
+                // one that does not exist (no role learns which ids are requests)
+                if requester != approver {
+                    return Err(refusal::no_request(request).into());
+                }
+            } else if requester == approver {
                 return Err(refusal::approver_denied(
                     format!("approval_required: role {approver} requested approval {request} and cannot decide it"),
                     format!("Approval request {request} was written by {requester}."),
@@ -102,7 +133,7 @@ fn decide(call: &Call<'_>) -> Result<Datum> {
             }
             // Neither can a role that can act as the requester, nor one the requester can act as
             // (a shared group role would let the platform approve itself either way).
-            if let Some(requester_oid) = role_oid(&requester) {
+            if let Some(requester_oid) = role_oid(&requester).filter(|_| !withdraw) {
                 if is_member(approver_oid, requester_oid) {
                     return Err(refusal::approver_denied(
                         format!("approval_required: role {approver} can act as {requester}, who requested approval {request}"),
@@ -120,6 +151,14 @@ fn decide(call: &Call<'_>) -> Result<Datum> {
             }
             if decided {
                 return Err(refusal::already_decided(request).into());
+            }
+            if let Some(at) = expires_at.filter(|at| !withdraw && crate::pg::backend::now() >= at.0)
+            {
+                return Err(refusal::request_expired(
+                    request,
+                    &pg_labels_core::retention::utc_text_micros(at.0),
+                )
+                .into());
             }
             let decision = text_datum(if granted { "granted" } else { "denied" })?;
             let tool = tool.as_deref().map(text_datum).transpose()?;
@@ -140,7 +179,7 @@ fn decide(call: &Call<'_>) -> Result<Datum> {
                     tool,
                     args.map(|a| a.0),
                     Some(decision),
-                    call.opt(2),
+                    reason,
                     Some(Datum::from(request)),
                     // the decider, named in the row too: on a Citus cluster the trigger that
                     // takes it runs on another node

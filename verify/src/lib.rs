@@ -118,6 +118,7 @@ pub fn check(proof: &Value) -> Result<Proven, String> {
         created_at: opt_int(s, "created_at")?.ok_or("the step has no created_at")?,
         scope: opt_str(s, "scope")?.ok_or("the step has no scope")?,
         labels_after: hash(field(s, "labels_after")?, "labels_after")?,
+        expires_at: opt_int(s, "expires_at")?,
     };
     let mut h = chain::link(
         &hash(field(proof, "prev")?, "prev")?,
@@ -189,6 +190,7 @@ mod tests {
             created_at: 786_000_000_000_000 + id,
             scope: "acme/platform",
             labels_after: after,
+            expires_at: None,
         };
         let genesis = [3u8; 32];
         let leaves: Vec<Hash> = [(1, "input"), (2, "tool_called"), (3, "tool_result")]

@@ -309,6 +309,54 @@ fn encoding_is_unambiguous() {
     assert_eq!(hex(&from_hex(&hex(&a)).unwrap()), hex(&a));
 }
 
+#[test]
+fn an_expiry_is_hashed_only_when_there_is_one() {
+    let labels = crate::labelset::parse(b"{origin:slack}").unwrap();
+    let step = |expires_at: Option<i64>| StepContent {
+        id: 7,
+        run_id: [1; 16],
+        kind: "approval_requested",
+        tool: Some("tickets.update"),
+        labels: LabelSet::from_canonical(&labels),
+        args: Some("{}"),
+        decision: None,
+        rule: None,
+        reason: None,
+        request_id: None,
+        origin_run: None,
+        artifact_id: None,
+        digest: None,
+        share_id: None,
+        crossing_ids: None,
+        actor: "platform",
+        created_at: 1_000,
+        scope: "acme",
+        labels_after: h(3),
+        expires_at,
+    };
+    // without one, the leaf is what the encoding before 0.3.1 gave (the fields, nothing after)
+    let mut e = Encoder::new(STEP_DOMAIN);
+    e.int(Some(7))
+        .bytes(Some(&[1; 16]))
+        .text(Some("approval_requested"))
+        .text(Some("tickets.update"))
+        .labels(Some(LabelSet::from_canonical(&labels)))
+        .text(Some("{}"));
+    // decision, rule, reason, request_id, origin_run, artifact_id, digest, share_id
+    for _ in 0..8 {
+        e.null();
+    }
+    e.ints(None)
+        .text(Some("platform"))
+        .int(Some(1_000))
+        .text(Some("acme"))
+        .bytes(Some(&h(3)));
+    assert_eq!(leaf(&step(None)), e.finish());
+    // with one, it is hashed, and any change of it changes the leaf
+    assert_ne!(leaf(&step(Some(2_000))), leaf(&step(None)));
+    assert_ne!(leaf(&step(Some(2_000))), leaf(&step(Some(2_001))));
+}
+
 proptest! {
     /// The encoder hashes exactly the canonical encoding docs/proving.md specifies, for fields
     /// shorter and longer than a SHA-256 block: against the encoding written out byte by

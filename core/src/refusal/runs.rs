@@ -314,6 +314,18 @@ pub fn no_request(request: i64) -> Refusal {
     .detail("request must be the id of an approval_requested step.")
 }
 
+/// A request past its expiry (`at`: when it expired, as text), which nobody may grant or deny
+/// any more.
+pub fn request_expired(request: i64, at: &str) -> Refusal {
+    Refusal::plain(
+        sqlstate::NOT_IN_PREREQUISITE_STATE,
+        Some("steps"),
+        format!("approval_required: approval request {request} expired at {at}"),
+    )
+    .detail("A request is decided before its expires_at (request_approval()'s ttl).")
+    .hint("The call has to be asked for again: a new request, with the arguments as they are now.")
+}
+
 /// A request decided twice.
 pub fn already_decided(request: i64) -> Refusal {
     Refusal::check(

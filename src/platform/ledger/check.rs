@@ -49,6 +49,7 @@ pub(super) fn content<'a>(
         created_at: s.created_at,
         scope: scope_text,
         labels_after: *labels_after,
+        expires_at: s.expires_at,
     }
 }
 

@@ -8,7 +8,7 @@ pub(super) fn step_json(c: &chain::StepContent<'_>, run: &Uuid) -> Value {
     let uuid = |u: Option<[u8; 16]>| u.map(|u| Uuid(u).to_string());
     let mut labels = String::new();
     let _ = write!(labels, "{}", c.labels.to_text());
-    json!({
+    let mut step = json!({
         "id": c.id,
         "run_id": run.to_string(),
         "kind": c.kind,
@@ -28,7 +28,12 @@ pub(super) fn step_json(c: &chain::StepContent<'_>, run: &Uuid) -> Value {
         "created_at": c.created_at,
         "scope": c.scope,
         "labels_after": hex(&c.labels_after),
-    })
+    });
+    // an approval request's expiry, which its leaf hashes only when there is one
+    if let (Some(expires_at), Value::Object(o)) = (c.expires_at, &mut step) {
+        o.insert("expires_at".into(), json!(expires_at));
+    }
+    step
 }
 
 pub(super) fn prove(call: &Call<'_>) -> Result<Datum> {

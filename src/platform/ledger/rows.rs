@@ -58,6 +58,8 @@ pub(super) struct StepRow {
     pub(super) prev: Option<Hash>,
     pub(super) hash: Option<Hash>,
     pub(super) slot: i16,
+    /// An approval request's expiry (release 0.3.1).
+    pub(super) expires_at: Option<i64>,
 }
 
 /// Steps are read this many at a time.
@@ -65,7 +67,24 @@ pub(super) const BATCH: i64 = 5000;
 
 pub(super) static STEPS: SavedPlan = SavedPlan::new(
     c"SELECT id, kind, tool, labels, args::text, decision, rule, reason, request_id, origin_run,
-             artifact_id, digest, share_id, crossing_ids, actor, created_at, prev_hash, hash, slot
+             artifact_id, digest, share_id, crossing_ids, actor, created_at, prev_hash, hash, slot,
+             expires_at
+        FROM pg_labels.steps WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT 5000",
+);
+
+/// Does the trail have expiries (release 0.3.1)?
+static STEPS_EXPIRE: SavedPlan = SavedPlan::new(
+    c"SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute
+                      WHERE attrelid = 'pg_labels.steps'::pg_catalog.regclass
+                        AND attname = 'expires_at' AND NOT attisdropped)",
+);
+
+/// The same, in a trail of a release before 0.3.1 (until ALTER EXTENSION UPDATE): no step
+/// expires.
+pub(super) static STEPS_BEFORE_0_3_1: SavedPlan = SavedPlan::new(
+    c"SELECT id, kind, tool, labels, args::text, decision, rule, reason, request_id, origin_run,
+             artifact_id, digest, share_id, crossing_ids, actor, created_at, prev_hash, hash, slot,
+             NULL::timestamptz
         FROM pg_labels.steps WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT 5000",
 );
 
@@ -137,9 +156,16 @@ pub(super) fn each_run(mut f: impl FnMut(RunRow) -> Result<()>) -> Result<()> {
 /// The steps of a run in id order, a batch at a time, until `f` says stop.
 pub(super) fn each_step(run: &Uuid, mut f: impl FnMut(StepRow) -> Result<bool>) -> Result<()> {
     let mut after = i64::MIN;
+    let expire = with_spi(|spi| {
+        STEPS_EXPIRE
+            .execute(spi, &[], &[], true, 1)?
+            .get::<bool>(0, 1)
+            .map(|e| e.unwrap_or(false))
+    })?;
+    let plan = if expire { &STEPS } else { &STEPS_BEFORE_0_3_1 };
     loop {
         let batch: Vec<StepRow> = with_spi(|spi| {
-            let rows = STEPS.execute(
+            let rows = plan.execute(
                 spi,
                 &[
                     crate::pg::sys::types::UUIDOID,
@@ -171,6 +197,7 @@ pub(super) fn each_step(run: &Uuid, mut f: impl FnMut(StepRow) -> Result<bool>) 
                         prev: hash_of(rows.get::<Bytea>(i, 17)?),
                         hash: hash_of(rows.get::<Bytea>(i, 18)?),
                         slot: rows.get::<i16>(i, 19)?.unwrap_or_default(),
+                        expires_at: rows.get::<Timestamp>(i, 20)?.map(|t| t.0),
                     })
                 })
                 .collect()

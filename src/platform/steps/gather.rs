@@ -52,6 +52,8 @@ static CHAIN: Columns<2> = Columns::new([col::<Bytea>(c"prev_hash"), col::<Bytea
 static CARRIED: Columns<1> = Columns::new([col::<ScopeBuf>(c"carried_scope")]);
 /// The run's scope, when the step is read in a wider one (release 0.3.1).
 static RUN_SCOPE: Columns<1> = Columns::new([col::<ScopeBuf>(c"run_scope")]);
+/// When an approval request expires (release 0.3.1).
+static EXPIRES: Columns<1> = Columns::new([col::<Timestamp>(c"expires_at")]);
 
 /// The columns of a step, by name.
 pub(super) struct Cols {
@@ -81,6 +83,8 @@ pub(super) struct Cols {
     pub(super) carried: Option<i32>,
     /// `None` in a table of a release before 0.3.1.
     pub(super) run_scope: Option<i32>,
+    /// `None` in a table of a release before 0.3.1.
+    pub(super) expires_at: Option<i32>,
 }
 
 impl Cols {
@@ -91,6 +95,7 @@ impl Cols {
         let chain = CHAIN.of(row).ok();
         let carried = CARRIED.of(row).ok().map(|[c]| c);
         let run_scope = RUN_SCOPE.of(row).ok().map(|[c]| c);
+        let expires_at = EXPIRES.of(row).ok().map(|[c]| c);
         Ok(Cols {
             id,
             run,
@@ -113,11 +118,13 @@ impl Cols {
             chain,
             carried,
             run_scope,
+            expires_at,
         })
     }
 
-    fn of_column(&self, c: Column) -> i32 {
-        match c {
+    /// The column, if the table has it.
+    fn of_column(&self, c: Column) -> Option<i32> {
+        Some(match c {
             Column::Tool => self.tool,
             Column::Args => self.args,
             Column::Reason => self.reason,
@@ -129,7 +136,8 @@ impl Cols {
             Column::Digest => self.digest,
             Column::ShareId => self.share,
             Column::CrossingIds => self.crossings,
-        }
+            Column::ExpiresAt => return self.expires_at,
+        })
     }
 }
 
@@ -278,7 +286,10 @@ fn actor(trigger: &Trigger<'_>, row: &Tuple<'_>, c: &Cols, kind: Kind) -> Result
             "the role that wrote the step",
         ));
     }
-    step::check(kind, |col| row.datum(c.of_column(col)).is_some()).map_err(|e| {
+    step::check(kind, |col| {
+        c.of_column(col).is_some_and(|i| row.datum(i).is_some())
+    })
+    .map_err(|e| {
         if e.fill == step::Fill::Required && e.column == Column::ArtifactId {
             return Error::from(refusal::read_without_artifact());
         }

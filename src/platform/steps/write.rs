@@ -55,7 +55,29 @@ pub(super) fn write(
             }
         }
     }
+    announce(step, &changes)?;
     Ok(Attempt::Done(row.modified(&changes)))
+}
+
+/// The channel on which a new approval request and each decision are announced (at commit),
+/// with the request's id as the payload: listeners read what their role may read of it.
+pub const APPROVALS_CHANNEL: &std::ffi::CStr = c"pg_labels_approvals";
+
+/// Announce an approval request or its decision.
+fn announce(step: &Step<'_>, changes: &[(i32, Option<Datum>)]) -> Result<()> {
+    let Step { row, c, kind, .. } = step;
+    let request = match kind {
+        step::Kind::ApprovalRequested => match changes.iter().find(|(col, _)| *col == c.id) {
+            Some((_, Some(d))) => Some(d.value() as i64),
+            _ => row.get::<i64>(c.id)?,
+        },
+        step::Kind::ApprovalDecided => row.get::<i64>(c.request)?,
+        _ => return Ok(()),
+    };
+    if let Some(request) = request {
+        crate::pg::notify::notify(APPROVALS_CHANNEL, &request.to_string())?;
+    }
+    Ok(())
 }
 
 /// The crossings the step used: its verdict's, or its context read's.
@@ -216,6 +238,10 @@ fn link(
         created_at: now.0,
         scope: &scope,
         labels_after,
+        expires_at: match c.expires_at {
+            Some(col) => row.get::<Timestamp>(col)?.map(|t| t.0),
+            None => None,
+        },
     });
     let hash = chain::link(&state.head, &leaf);
     let slot = c.slot.map(|_| step::trail_slot(now.0));

@@ -112,5 +112,58 @@ RESET ROLE;
 SELECT kind, tool, args, decision, rule, actor FROM pg_labels.steps
 WHERE run_id = 'a1000000-0000-0000-0000-000000000001' ORDER BY id;
 
+-- Approvals that wait: a request may expire (its ttl), its requester may withdraw it, and
+-- pg_labels.approval_requests reads each one's state
+GRANT SELECT ON pg_labels.approval_requests TO regress_pg_labels_platform;
+SET ROLE regress_pg_labels_platform;
+INSERT INTO pg_labels.runs (id, agent, scope) VALUES ('a1000000-0000-0000-0000-000000000002', 'crm-bot', 'acme/sales');
+INSERT INTO pg_labels.steps (run_id, kind, labels) VALUES ('a1000000-0000-0000-0000-000000000002', 'input', '{origin:webhook}');
+SELECT pg_labels.request_approval('a1000000-0000-0000-0000-000000000002', 'crm.update', '{"deal": 10}', ttl => '1 hour') AS waits \gset
+SELECT pg_labels.request_approval('a1000000-0000-0000-0000-000000000002', 'crm.update', '{"deal": 11}', ttl => '-1 second') AS expired \gset
+SELECT pg_labels.request_approval('a1000000-0000-0000-0000-000000000002', 'crm.update', '{"deal": 12}') AS withdrawn \gset
+SELECT pg_labels.request_approval('a1000000-0000-0000-0000-000000000002', 'crm.update', '{"deal": 13}') AS denied \gset
+-- the expiry is the request's time and its ttl, in the trail
+SELECT expires_at - created_at AS ttl FROM pg_labels.steps WHERE id = :waits;
+-- a writer may give a request's expiry itself, and no other step's
+INSERT INTO pg_labels.steps (run_id, kind, tool, args, expires_at)
+VALUES ('a1000000-0000-0000-0000-000000000002', 'approval_requested', 'crm.update', '{"deal": 14}', now() + interval '5 minutes')
+RETURNING expires_at - created_at AS ttl;
+INSERT INTO pg_labels.steps (run_id, kind, labels, expires_at)
+VALUES ('a1000000-0000-0000-0000-000000000002', 'input', '{}', now());
+-- the requester withdraws its own request (it stopped waiting) ...
+SELECT pg_labels.withdraw_approval(:withdrawn, 'the client cancelled') IS NOT NULL AS withdrew;
+-- ... once
+SELECT pg_labels.withdraw_approval(:withdrawn);
+SELECT pg_labels.withdraw_approval(NULL);
+SELECT pg_labels.withdraw_approval(-1);
+RESET ROLE;
+SET ROLE regress_pg_labels_alice;
+-- an expired request is decided by no one (its message names when it expired); a withdrawn
+-- one is decided
+\set VERBOSITY sqlstate
+SELECT pg_labels.decide_approval(:expired, true);
+\set VERBOSITY default
+SELECT pg_labels.decide_approval(:withdrawn, true);
+-- nor withdrawn by anyone but its requester
+SELECT pg_labels.withdraw_approval(:waits);
+SELECT pg_labels.decide_approval(:denied, false, 'not this deal') IS NOT NULL AS denied;
+RESET ROLE;
+SET ROLE regress_pg_labels_platform;
+SELECT id = :waits AS waits, status, requested_by, decided_by, decision_reason, expires_at IS NOT NULL AS expires
+  FROM pg_labels.approval_requests WHERE run_id = 'a1000000-0000-0000-0000-000000000002' ORDER BY id;
+SELECT tool, decision, reason, actor FROM pg_labels.steps
+ WHERE run_id = 'a1000000-0000-0000-0000-000000000002' AND kind = 'approval_decided' ORDER BY id;
+-- a granted one reads as used by the call it let through
+RESET ROLE;
+SET ROLE regress_pg_labels_alice;
+SELECT pg_labels.decide_approval(:waits, true) IS NOT NULL AS granted;
+SET ROLE regress_pg_labels_platform;
+INSERT INTO pg_labels.steps (run_id, kind, tool, args)
+VALUES ('a1000000-0000-0000-0000-000000000002', 'tool_called', 'crm.update', '{"deal": 10}') RETURNING id AS call \gset
+SELECT status, used_by = :call AS used FROM pg_labels.approval_requests WHERE id = :waits;
+RESET ROLE;
+-- the expiries are in the run's hash chain, which holds
+SELECT intact, steps FROM pg_labels.verify('a1000000-0000-0000-0000-000000000002');
+
 DROP OWNED BY regress_pg_labels_platform, regress_pg_labels_alice, regress_pg_labels_sidekick;
 DROP ROLE regress_pg_labels_sidekick, regress_pg_labels_platform, regress_pg_labels_alice;
