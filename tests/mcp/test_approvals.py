@@ -284,6 +284,34 @@ async def test_a_dropped_listener_misses_no_decision(tmp_path: Path) -> None:
     assert ran(calls) == ["reconnect"]
 
 
+async def test_identical_calls_wait_each_for_its_own_request(tmp_path: Path) -> None:
+    """Two identical calls held at once record a request each: granting one runs one call,
+    once; the other still waits for its own."""
+    config, agent, calls = held(tmp_path)
+    async with stdio_gateway(gateway_args(config)) as session:
+        async with (
+            calling(session, "counting.note", {"text": "same"}) as (x, _),
+            calling(session, "counting.note", {"text": "same"}) as (y, _),
+        ):
+            first, second = await requested(agent, 2)
+            await decide(second, True)
+            with anyio.fail_after(10):
+                while not (x.done.is_set() or y.done.is_set()):
+                    await anyio.sleep(0.05)
+            await anyio.sleep(0.5)
+            assert x.done.is_set() != y.done.is_set()
+            assert ran(calls) == ["same"]
+            await decide(first, False, "one is enough")
+            with anyio.fail_after(10):
+                await x.done.wait()
+                await y.done.wait()
+    outcomes = sorted(bool(c.result and c.result.is_error) for c in (x, y))
+    assert outcomes == [False, True]
+    assert ran(calls) == ["same"]
+    [(run, _, _)] = runs_of(agent)
+    assert [s[6] for s in steps_of(run) if s[0] == "tool_called"] == [second]
+
+
 # -- an outsider's attempts -------------------------------------------------------------------
 
 
