@@ -142,14 +142,17 @@ async def measure(dbname: str, config: Path) -> list[float]:
 
     async def grant_next() -> float:
         """Grant the next request announced: the time its COMMIT returned."""
+        request: int | None = None
+        # (the connection runs no statement while its notifications are read)
         async for note in approver.notifies():
-            request = int(note.payload)
-            if request in decided:
-                continue  # a decision's own announcement
-            decided.add(request)
-            await approver.execute("SELECT pg_labels.decide_approval(%s, true)", [request])
-            return time.time()
-        raise RuntimeError("the approver's connection closed")
+            if int(note.payload) not in decided:  # else a decision's own announcement
+                request = int(note.payload)
+                break
+        if request is None:
+            raise RuntimeError("the approver's connection closed")
+        decided.add(request)
+        await approver.execute("SELECT pg_labels.decide_approval(%s, true)", [request])
+        return time.time()
 
     try:
         with open(os.devnull, "w") as errlog:
