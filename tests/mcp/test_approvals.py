@@ -317,7 +317,7 @@ async def test_identical_calls_wait_each_for_its_own_request(tmp_path: Path) -> 
 
 async def test_notifications_are_only_a_reason_to_read(tmp_path: Path) -> None:
     """Anyone may NOTIFY the channel: a forged id, or anything else, makes a waiting call read
-    its request again, never go through."""
+    its request again (at a bounded rate), never go through."""
     config, agent, calls = held(tmp_path)
     async with stdio_gateway(gateway_args(config)) as session:
         async with calling(session, "counting.note", {"text": "forged"}) as (call, _):
@@ -325,10 +325,17 @@ async def test_notifications_are_only_a_reason_to_read(tmp_path: Path) -> None:
             async with await db(FINANCE) as other:
                 for payload in (str(request), f"{request} granted", "granted", "-1", "9" * 40):
                     await other.execute("SELECT pg_notify('pg_labels_approvals', %s)", [payload])
+                # a flood of its id (a transaction each: PostgreSQL folds the same payload
+                # within one): the call reads it at a bounded rate, and still waits
+                await other.execute(
+                    "DO $$ BEGIN FOR i IN 1..2000 LOOP "
+                    f"PERFORM pg_notify('pg_labels_approvals', '{request}'); COMMIT; "
+                    "END LOOP; END $$"
+                )
             await anyio.sleep(1)
             assert not call.done.is_set() and ran(calls) == []
             await decide(request, False, "forged notifications grant nothing")
-            with anyio.fail_after(10):
+            with anyio.fail_after(5):
                 await call.done.wait()
         assert call.result is not None and call.result.is_error
         assert "forged notifications grant nothing" in text(call.result)
@@ -446,3 +453,31 @@ async def test_the_docs_example(
     assert (files / "reports").is_dir()
     printed = capsys.readouterr().out
     assert f"s of 120s: waiting for a person's decision on approval request {request}" in printed
+
+
+def test_the_settings_are_bounded(tmp_path: Path) -> None:
+    from pg_labels.mcp.config import _settings, load_config
+
+    def loaded(line: str) -> Any:
+        path = tmp_path / "gw.toml"
+        path.write_text(line + "\n")
+        return load_config(str(path))
+
+    config = loaded("")
+    assert (config.approval_wait, config.approval_progress, config.max_approval_waits) == (
+        120,
+        10,
+        100,
+    )
+    assert loaded("approval_wait = 0").approval_wait == 0
+    for bad in (
+        "approval_wait = -1",
+        "approval_wait = 86401",
+        'approval_wait = "soon"',
+        "approval_progress = 0.01",
+        "max_approval_waits = 0",
+    ):
+        with pytest.raises(ValueError):
+            loaded(bad)
+    flags, *_ = _settings(["--approval-wait", "0", "--max-approval-waits", "7"])
+    assert (flags.approval_wait, flags.max_approval_waits) == (0, 7)

@@ -145,8 +145,8 @@ class ApprovalWaits:
             event.set()
 
     def _heard(self, payload: str) -> None:
-        # the payload is a request's id, nothing else: anything else wakes nobody
-        if payload.isascii() and payload.isdigit() and len(payload) <= 19:
+        # the payload is a request's id in decimal, nothing else: anything else wakes nobody
+        if payload.isascii() and payload.isdigit() and len(payload) <= 19 and payload[0] != "0":
             self._wake(int(payload))
 
     async def _listen(self) -> None:

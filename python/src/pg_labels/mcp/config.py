@@ -96,8 +96,10 @@ _COUNTS = {
     "max_request_bytes": (1024, 1 << 30),
     "max_approval_waits": (1, 100_000),
 }
-# the longest an asked call may be held (a day)
+# the longest an asked call may be held (a day), the shortest time between its progress
+# notifications
 MAX_APPROVAL_WAIT = 86_400.0
+MIN_APPROVAL_PROGRESS = 0.1
 SESSIONLESS = ("token", "refuse", "per_call")
 
 
@@ -124,6 +126,8 @@ def _seconds(value: object, where: str) -> float:
     seconds = float(value)
     if not seconds > 0:
         raise ValueError(f"{where} must be positive")
+    if where == "approval_progress" and not seconds >= MIN_APPROVAL_PROGRESS:
+        raise ValueError(f"approval_progress must be at least {MIN_APPROVAL_PROGRESS:g} seconds")
     return seconds
 
 

@@ -45,6 +45,10 @@ from .sessions import Conversations, _Pool, _Session
 
 log = logging.getLogger("pg_labels.mcp")
 
+# how often a held call reads its request at most, when notifications of its id keep coming
+READ_BURST = 5.0
+READ_RATE = 10.0
+
 
 class Gateway(CatalogSync, Conversations):
     """The gateway: upstream sessions, the catalog, a run per downstream session."""
@@ -417,7 +421,17 @@ class Gateway(CatalogSync, Conversations):
         if not await self._waits.listening():
             return "the gateway could not listen for the decision"
         progress = start
+        # anyone may NOTIFY the channel: a flood of a waiting request's id reads it at most
+        # READ_RATE times a second (after a burst of READ_BURST), not once per notification
+        tokens, refilled = READ_BURST, start
         while True:
+            now = time.monotonic()
+            tokens = min(READ_BURST, tokens + (now - refilled) * READ_RATE)
+            refilled = now
+            if tokens < 1:
+                await anyio.sleep((1 - tokens) / READ_RATE)
+                continue
+            tokens -= 1
             event.clear()
             state = await self._read(request)
             if isinstance(state, str) or state.status != "pending":
