@@ -57,7 +57,8 @@ INSERT INTO pg_labels.grants (role, scope) VALUES ('bench_platform', 'acme/platf
 CREATE ROLE bench_analyst LOGIN PASSWORD 'bench-secret';
 GRANT USAGE ON SCHEMA pg_labels TO bench_analyst;
 GRANT SELECT ON pg_labels.runs, pg_labels.steps, pg_labels.grants, pg_labels.tools, pg_labels.refusals,
-                pg_labels.trail, pg_labels.refused_writes, pg_labels.artifacts, pg_labels.shares TO bench_analyst;
+                pg_labels.trail, pg_labels.refused_writes, pg_labels.artifacts, pg_labels.shares,
+                pg_labels.approval_requests TO bench_analyst;
 INSERT INTO pg_labels.grants (role, scope) VALUES ('bench_analyst', 'acme');
 SQL
 

@@ -63,13 +63,17 @@
 #                               INSERT ... SELECT (100,000) in SCALE_BULK_ROUNDS rounds (6), and
 #                               the analysts' queries against the superuser's (not part of "all";
 #                               about 40 minutes)
+#   scripts/bench.sh approvals  grant to resume (issue 49; bench/approvals.sh): from a person's
+#                               grant to the paused tool call starting again, median and p95
+#                               of APPROVALS_N (200), in Python (the OpenAI Agents SDK) and
+#                               through the MCP gateway (not part of "all")
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 what=${1:-all}
 
 # ("all" is these, in this order)
 ALL=(types trail grants publication lineage bigrun)
 case $what in
-    all | types | trail | grants | publication | lineage | bigrun | instructions | citus | purge | scale | readers) ;;
+    all | types | trail | grants | publication | lineage | bigrun | instructions | citus | purge | scale | readers | approvals) ;;
     # (its own servers and builds: none of the cluster below)
     flood)
         setup
@@ -111,6 +115,9 @@ for b in "${benchmarks[@]}"; do
         instructions)
             log "instructions per trail insert (callgrind, single-user backend)"
             "$ROOT/bench/instructions.sh" "${INSTRUCTIONS_N:-2000}" ;;
+        approvals)
+            log "approvals: grant to resumed tool call"
+            "$ROOT/bench/approvals.sh" ;;
         # bench/<name>.sh defines bench_<name>
         trail | grants | bigrun | citus | purge | scale | readers)
             source "$ROOT/bench/$b.sh"

@@ -693,8 +693,9 @@ $everywhere$;
 -- Approvals that wait (issue 49): a request may expire (steps.expires_at, from
 -- request_approval()'s ttl; in the chain when set), its requester may withdraw it
 -- (withdraw_approval()), each request and decision is announced on the channel
--- pg_labels_approvals, and pg_labels.approval_requests reads each request's state. The roles
--- that read the trail read the requests.
+-- pg_labels_approvals, and pg_labels.approval_requests reads each request's state. Readers keep
+-- reading: the roles that may read the trail may read the requests, recorded as the DBA's
+-- grant (as the README grants it on a fresh install).
 ALTER TABLE pg_labels.steps ADD COLUMN expires_at timestamptz;
 COMMENT ON COLUMN pg_labels.steps.expires_at IS
     'approval_requested: when the request expires, undecided (request_approval()''s ttl; NULL: never); past it nobody decides it';
@@ -749,14 +750,28 @@ COMMENT ON COLUMN pg_labels.approval_requests.used_by IS 'The tool_called step t
 DO $requests$
 DECLARE
     r record;
+    before aclitem[];
+    had boolean;
 BEGIN
     FOR r IN SELECT DISTINCT a.grantee
                FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
               WHERE c.oid = 'pg_labels.trail'::pg_catalog.regclass
                 AND a.privilege_type = 'SELECT' AND a.grantee <> c.relowner
     LOOP
-        EXECUTE pg_catalog.format('GRANT SELECT ON pg_labels.approval_requests TO %s',
-            CASE WHEN r.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(r.grantee)) END); -- %s: PUBLIC or a quoted role
+        SELECT i.initprivs, true INTO before, had FROM pg_catalog.pg_init_privs i
+         WHERE i.objoid = 'pg_labels.approval_requests'::pg_catalog.regclass
+           AND i.classoid = 'pg_catalog.pg_class'::pg_catalog.regclass AND i.objsubid = 0;
+        EXECUTE pg_catalog.format('GRANT SELECT ON pg_labels.approval_requests TO %s', -- %s: PUBLIC or a quoted role
+            CASE WHEN r.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(r.grantee)) END);
+        IF had THEN
+            UPDATE pg_catalog.pg_init_privs i SET initprivs = before
+             WHERE i.objoid = 'pg_labels.approval_requests'::pg_catalog.regclass
+               AND i.classoid = 'pg_catalog.pg_class'::pg_catalog.regclass AND i.objsubid = 0;
+        ELSE
+            DELETE FROM pg_catalog.pg_init_privs i
+             WHERE i.objoid = 'pg_labels.approval_requests'::pg_catalog.regclass
+               AND i.classoid = 'pg_catalog.pg_class'::pg_catalog.regclass AND i.objsubid = 0;
+        END IF;
     END LOOP;
 END
 $requests$;

@@ -29,6 +29,34 @@ static REQUEST: SavedPlan = SavedPlan::new(
        WHERE s.id = $1 AND s.kind = 'approval_requested'",
 );
 
+/// The same, in a trail of a release before 0.3.1 (until ALTER EXTENSION UPDATE): no request
+/// expires.
+static REQUEST_BEFORE_0_3_1: SavedPlan = SavedPlan::new(
+    c"SELECT s.run_id, s.actor, s.tool, s.args,
+             EXISTS (SELECT FROM pg_labels.steps d
+                      WHERE d.run_id = s.run_id AND d.request_id = s.id AND d.kind = 'approval_decided'),
+             NULL::timestamptz
+        FROM pg_labels.steps s
+       WHERE s.id = $1 AND s.kind = 'approval_requested'",
+);
+
+/// Does the trail have expiries (release 0.3.1, or until ALTER EXTENSION UPDATE an earlier
+/// one)?
+static TRAIL_EXPIRES: SavedPlan = SavedPlan::new(
+    c"SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute
+                      WHERE attrelid = 'pg_labels.steps'::pg_catalog.regclass
+                        AND attname = 'expires_at' AND NOT attisdropped)",
+);
+
+/// Does the trail have `expires_at` (a table of release 0.3.1)? Read as the caller can: the
+/// catalog is everyone's.
+pub(crate) fn trail_expires(spi: &crate::pg::spi::Spi) -> Result<bool> {
+    Ok(TRAIL_EXPIRES
+        .execute(spi, &[], &[], true, 1)?
+        .get::<bool>(0, 1)?
+        .unwrap_or(false))
+}
+
 /// The scope a request is read in (the tables of release 0.3.1, where roles are bound).
 static REQUEST_SCOPE: SavedPlan = SavedPlan::new(
     c"SELECT coalesce(s.carried_scope, (SELECT r.carried_scope FROM pg_labels.runs r WHERE r.id = s.run_id))
@@ -82,7 +110,12 @@ fn decide(request: i64, granted: bool, reason: Option<Datum>, withdraw: bool) ->
     let owner = platform_owner()?;
     as_owner(owner, || {
         with_spi(|spi| {
-            let req = REQUEST.execute(
+            let plan = if trail_expires(spi)? {
+                &REQUEST
+            } else {
+                &REQUEST_BEFORE_0_3_1
+            };
+            let req = plan.execute(
                 spi,
                 &[crate::pg::sys::types::INT8OID],
                 &[Some(Datum::from(request))],
@@ -111,20 +144,19 @@ fn decide(request: i64, granted: bool, reason: Option<Datum>, withdraw: bool) ->
                     return Err(refusal::no_request(request).into());
                 }
             }
+            let requester: String = req.get(0, 2)?.unwrap_or_default();
+            // a withdrawal is the requester's own: to any other role, a request is answered
+            // exactly as one that does not exist (its refusal's record names no run either)
+            if withdraw && requester != approver {
+                return Err(refusal::no_request(request).into());
+            }
             let run: Uuid = req.must(0, 1)?;
             crate::platform::refused::about(|a| a.run = Some(run));
-            let requester: String = req.get(0, 2)?.unwrap_or_default();
             let tool: Option<String> = req.get(0, 3)?;
             let args: Option<Jsonb> = req.get(0, 4)?;
             let decided = req.get::<bool>(0, 5)?.unwrap_or(false);
             let expires_at = req.get::<Timestamp>(0, 6)?;
-            if withdraw {
-                // the requester's own: to any other role, a request is answered exactly as
-                // one that does not exist (no role learns which ids are requests)
-                if requester != approver {
-                    return Err(refusal::no_request(request).into());
-                }
-            } else if requester == approver {
+            if !withdraw && requester == approver {
                 return Err(refusal::approver_denied(
                     format!("approval_required: role {approver} requested approval {request} and cannot decide it"),
                     format!("Approval request {request} was written by {requester}."),

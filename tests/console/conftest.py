@@ -48,7 +48,16 @@ def ids() -> dict[str, Any]:
     globex_req = admin(
         "SELECT id FROM pg_labels.steps WHERE run_id = %s AND kind = 'approval_requested'", globex
     )[0]["id"]
+    wait_run = admin("SELECT id FROM pg_labels.runs WHERE agent = 'waiting-bot'")[0]["id"]
+    waiting = admin(
+        "SELECT id FROM pg_labels.steps"
+        " WHERE run_id = %s AND kind = 'approval_requested' ORDER BY id",
+        wait_run,
+    )
     return {
+        "wait_run": str(wait_run),
+        "page_grant": waiting[0]["id"],
+        "expired_request": waiting[1]["id"],
         "hostile_run": str(hostile),
         "grant_me": reqs[0]["id"],
         "deny_me": reqs[1]["id"],

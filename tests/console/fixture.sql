@@ -52,3 +52,18 @@ INSERT INTO pg_labels.runs (agent, scope) VALUES ('globex-bot', 'globex/support'
 INSERT INTO pg_labels.steps (run_id, kind, labels, args) VALUES (:'globex_run', 'input', '{origin:slack/G1}', '{"text": "globex secret plan"}');
 SELECT pg_labels.request_approval(:'globex_run', 'tickets.update', '{"ticket": 9, "status": "closed"}') AS globex_request;
 RESET ROLE;
+
+-- approval requests that wait (docs/approvals.md): pg_labels.approval_requests for the console's
+-- people; a run of acme's with a request to grant on its own page and one that expired
+-- undecided (a time to live of a millisecond)
+GRANT SELECT ON pg_labels.approval_requests TO console_ana, console_apo, console_self, console_gina;
+SET ROLE demo_platform;
+INSERT INTO pg_labels.runs (agent, scope) VALUES ('waiting-bot', 'acme/platform') RETURNING id AS wait_run \gset
+INSERT INTO pg_labels.steps (run_id, kind, labels, args)
+VALUES (:'wait_run', 'input', '{origin:slack/T01/C09}', '{"text": "please close 5005"}');
+SELECT decision, rule FROM pg_labels.gate(:'wait_run', 'tickets.update', '{"ticket": 5005, "status": "closed"}');
+SELECT pg_labels.request_approval(:'wait_run', 'tickets.update', '{"ticket": 5005, "status": "closed"}',
+                                  '{}', 'the customer asked', ttl => interval '1 day') AS page_grant;
+SELECT pg_labels.request_approval(:'wait_run', 'tickets.update', '{"ticket": 5006, "status": "closed"}',
+                                  ttl => interval '1 millisecond') AS expired_request;
+RESET ROLE;

@@ -4,8 +4,10 @@
 # into that server), with scram-sha-256 over TCP on a free port under a temp dir, so that people
 # sign in with their role's password and a wrong one fails; fills it with the seed's scenario
 # (demo/2..5) and tests/console/fixture.sql; starts the console; runs the HTTP-level tests
-# (test_http.py) and the browser tests (test_browser.py: Debian's headless Chromium and
-# chromedriver, driven by Selenium); removes the cluster at exit. Screenshots of the main pages
+# (test_http.py, test_attacks.py), the browser tests (test_browser.py: Debian's headless
+# Chromium and chromedriver, driven by Selenium), then the notifier against a webhook receiver
+# of its own (test_notify.py: after the browser, so that the screenshots show the scenario's
+# requests only); removes the cluster at exit. Screenshots of the main pages
 # go to tests/console/screenshots/ (or $CONSOLE_SCREENSHOTS).
 # PGHOST/PGPORT/PGUSER of scripts/test.sh's shared cluster are not used.
 set -euo pipefail
@@ -109,7 +111,7 @@ done
 mkdir -p "$SHOTS"
 log "HTTP-level tests, then the browser"
 set +e
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/console/test_http.py tests/console/test_attacks.py tests/console/test_browser.py
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/console/test_http.py tests/console/test_attacks.py tests/console/test_browser.py tests/console/test_notify.py
 status=$?
 set -e
 if [ $status != 0 ]; then

@@ -205,3 +205,53 @@ def test_writer_cannot_decide_its_own(browser: WebDriver, ids: dict[str, Any]) -
     assert "can act as demo_platform" in err and "42501" in err
     assert browser.find_elements(By.ID, f"request-{ids['self_try']}"), "still pending"
     sign_out(browser)
+
+
+def test_approver_grants_on_the_request_s_page(browser: WebDriver, ids: dict[str, Any]) -> None:
+    """The page the notifier links to: the call, why it asks, and the decision made there."""
+    request = ids["page_grant"]
+    # the link leads through sign-in and the scope to the request
+    browser.get(f"{BASE}/approvals/{request}")
+    assert "/login" in browser.current_url
+    browser.find_element(By.ID, "role-input").send_keys("console_apo")
+    browser.find_element(By.ID, "password-input").send_keys(PASSWORDS["console_apo"])
+    submit(browser, browser.find_element(By.ID, "sign-in"))
+    Select(browser.find_element(By.ID, "scope-select")).select_by_value("acme")
+    submit(browser, browser.find_element(By.ID, "enter-scope"))
+    assert browser.current_url == f"{BASE}/approvals/{request}"
+    assert browser.find_element(By.ID, "status").text == "pending"
+    assert browser.find_element(By.ID, "tool").text == "tickets.update"
+    assert '"ticket": 5005' in browser.find_element(By.ID, "args").text
+    assert "the customer asked" in browser.find_element(By.ID, "why").text
+    assert browser.find_element(By.ID, "requested-by").text == "demo_platform"
+    shot(browser, "approval-request")
+    form = browser.find_element(By.ID, "decide")
+    form.find_element(By.CSS_SELECTOR, ".reason-input").send_keys("ticket 5005 may be closed")
+    submit(browser, form.find_element(By.CSS_SELECTOR, "button.grant"))
+    assert browser.current_url == f"{BASE}/approvals/{request}"
+    assert f"Request {request} granted." in browser.page_source
+    assert browser.find_element(By.ID, "status").text == "granted"
+    decided = browser.find_element(By.ID, "decided").text
+    assert "console_apo" in decided and "ticket 5005 may be closed" in decided
+    assert not browser.find_elements(By.ID, "decide")
+    # the queue lists it among the decisions, and no longer as pending
+    browser.get(BASE + "/approvals")
+    assert not browser.find_elements(By.ID, f"request-{request}")
+    assert "granted" in browser.find_element(By.ID, f"closed-{request}").text
+    sign_out(browser)
+
+
+def test_an_expired_request_cannot_be_granted_in_the_browser(
+    browser: WebDriver, ids: dict[str, Any]
+) -> None:
+    request = ids["expired_request"]
+    sign_in(browser, "console_apo", "acme")
+    browser.get(f"{BASE}/approvals/{request}")
+    assert browser.find_element(By.ID, "status").text == "expired"
+    assert "can no longer be granted" in browser.find_element(By.ID, "closed").text
+    assert not browser.find_elements(By.CSS_SELECTOR, "button.grant")
+    browser.get(BASE + "/approvals")
+    assert not browser.find_elements(By.ID, f"request-{request}")
+    assert "expired" in browser.find_element(By.ID, f"closed-{request}").text
+    shot(browser, "approvals-expired")
+    sign_out(browser)

@@ -356,3 +356,118 @@ def test_hostile_values_are_escaped(ids: dict[str, Any]) -> None:
         r = c.get("/runs?agent=<script>alert(1)</script>")
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in r.text
         assert_no_injected_element(r.text)
+
+
+# -- approval requests that wait: the queue refreshes itself, a page per request ---------------
+
+
+def test_the_queue_refreshes_itself() -> None:
+    with signed_in("console_apo", "acme") as c:
+        r = c.get("/approvals")
+        assert r.status_code == 200 and r.headers["refresh"] == "30"
+        assert "reloads itself every 30 seconds" in r.text
+        assert "refresh" not in c.get("/runs").headers
+    with signed_in("console_apo", "acme", refresh=0) as c:
+        assert "refresh" not in c.get("/approvals").headers
+
+
+def test_a_request_has_a_page(ids: dict[str, Any]) -> None:
+    with signed_in("console_apo", "acme") as c:
+        r = c.get(f"/approvals/{ids['page_grant']}")
+        assert r.status_code == 200, r.text
+        assert "refresh" not in r.headers, "a reason being typed is never reloaded away"
+        page = r.text
+        assert 'id="status">pending<' in page
+        assert "tickets.update" in page and "&#34;ticket&#34;: 5005" in page
+        assert ids["wait_run"] in page and "waiting-bot" in page
+        why = page.split('id="why"')[1].split("</dd>")[0]
+        assert "the customer asked" in why and "approval_required" in why, why  # why it asks
+        assert "origin:slack/T01/C09" in page
+        assert 'id="requested-by">demo_platform<' in page
+        assert 'name="from" value="request"' in page and 'value="grant"' in page
+        # the queue links to it
+        assert f'href="/approvals/{ids["page_grant"]}"' in c.get("/approvals").text
+        # and the run's trail too
+        assert f'href="/approvals/{ids["page_grant"]}"' in c.get(f"/runs/{ids['wait_run']}").text
+        assert_no_injected_element(c.get(f"/approvals/{ids['grant_me']}").text)
+
+
+def test_a_request_the_role_may_not_read_is_a_missing_one(ids: dict[str, Any]) -> None:
+    with signed_in("console_apo", "acme") as c:
+        answers = []
+        for request in (ids["globex_request"], 987654321):
+            r = c.get(f"/approvals/{request}")
+            assert r.status_code == 404
+            answers.append(r.text.replace(str(request), "N"))
+        assert answers[0] == answers[1]
+        assert "globex" not in answers[0]
+        for path in ("/approvals/abc", "/approvals/0", "/approvals/99999999999999999999"):
+            assert c.get(path).status_code == 404
+    with signed_in("console_gina", "globex") as c:
+        r = c.get(f"/approvals/{ids['globex_request']}")
+        assert r.status_code == 200 and "&#34;ticket&#34;: 9" in r.text
+
+
+def test_an_expired_request_reads_expired_and_cannot_be_granted(ids: dict[str, Any]) -> None:
+    expired = ids["expired_request"]
+    with signed_in("console_apo", "acme") as c:
+        page = c.get(f"/approvals/{expired}").text
+        assert 'id="status">expired<' in page
+        assert 'name="decision"' not in page, "no form to decide an expired request"
+        queue = c.get("/approvals").text
+        assert f'id="request-{expired}"' not in queue
+        closed = queue.split(f'id="closed-{expired}"')[1].split("</tr>")[0]
+        assert "expired" in closed
+        assert "expired at" in c.get(f"/runs/{ids['wait_run']}").text
+        # a form posted anyway: the database refuses, and the console says so as it is
+        r = c.post(
+            f"/approvals/{expired}",
+            data={"csrf": csrf_of(page), "decision": "grant", "from": "request", "reason": "late"},
+        )
+        assert r.status_code == 303 and r.headers["location"] == f"/approvals/{expired}"
+        page = c.get(f"/approvals/{expired}").text
+        assert f"The database refused to decide request {expired}" in page
+        assert "55000" in page and "expired at" in page
+    assert pending(expired)
+
+
+def test_a_link_to_a_request_leads_through_sign_in_and_scope(ids: dict[str, Any]) -> None:
+    path = f"/approvals/{ids['page_grant']}"
+    with client() as c:
+        r = c.get(path)
+        assert (
+            r.status_code == 303
+            and r.headers["location"] == f"/login?next=%2Fapprovals%2F{ids['page_grant']}"
+        )
+        login = c.get(r.headers["location"]).text
+        assert f'name="next" value="{path}"' in login
+        r = c.post(
+            "/login",
+            data={
+                "csrf": csrf_of(login),
+                "role": "console_apo",
+                "password": PASSWORDS["console_apo"],
+                "next": path,
+            },
+        )
+        assert r.status_code == 303 and r.headers["location"].startswith("/scope?next=")
+        scope = c.get(r.headers["location"]).text
+        assert f'name="next" value="{path}"' in scope
+        r = c.post("/scope", data={"csrf": csrf_of(scope), "scope": "acme", "next": path})
+        assert r.status_code == 303 and r.headers["location"] == path
+        assert c.get(path).status_code == 200
+    # only the console's own pages: never another site
+    with client() as c:
+        for bad in ("https://evil.example/", "//evil.example/approvals/1", "/approvals/1/../x"):
+            assert 'name="next"' not in c.get("/login", params={"next": bad}).text
+        login = c.get("/login").text
+        r = c.post(
+            "/login",
+            data={
+                "csrf": csrf_of(login),
+                "role": "console_apo",
+                "password": PASSWORDS["console_apo"],
+                "next": "//evil.example/",
+            },
+        )
+        assert r.headers["location"] == "/scope"

@@ -83,7 +83,7 @@ def database() -> Iterator[None]:
         conn.execute(
             q(
                 "GRANT SELECT ON pg_labels.tools, pg_labels.listeners, "
-                "pg_labels.approval_points TO {}"
+                "pg_labels.approval_points, pg_labels.approval_requests TO {}"
             ).format(ident(PLATFORM))
         )
         conn.execute(

@@ -9,6 +9,8 @@ by python/tools/async_to_sync.py. AsyncPlatform's own cases are in test_async.py
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 import uuid
 from types import SimpleNamespace
 
@@ -27,7 +29,7 @@ from pg_labels import (
     UntrustedToIrreversible,
 )
 
-from conftest import ANALYST, PLATFORM, connect, errors
+from conftest import ALICE, ANALYST, PLATFORM, connect, errors
 
 
 def test_the_seed_scenario(platform: Platform) -> None:
@@ -293,3 +295,141 @@ def test_runs_of_a_listener(platform: Platform, admin: psycopg.Connection) -> No
     assert r.value.constraint == "runs_listener_id_fkey"
     with pytest.raises(TypeError):
         platform.open_run("support-bot", None, listener="1")  # type: ignore[arg-type]
+
+
+# Waiting for a person: Run.wait_for_decision on LISTEN pg_labels_approvals.
+
+UPDATE = {"ticket": 77, "status": "closed"}
+
+
+def _decide(request: int, granted: bool, reason: str | None) -> None:
+    with connect(ALICE, autocommit=True) as conn:
+        conn.execute("SELECT pg_labels.decide_approval(%s, %s, %s)", [request, granted, reason])
+
+
+def _decide_later(request: int, granted: bool, reason: str | None = None) -> threading.Timer:
+    """The approver decides on a connection of their own, in 0.3 s."""
+    timer = threading.Timer(0.3, _decide, [request, granted, reason])
+    timer.start()
+    return timer
+
+
+def _connections(admin: psycopg.Connection, expected: int | None = None) -> int:
+    """The platform's connections to the server (waiting up to 5 s for ``expected``: a
+    backend leaves pg_stat_activity shortly after its client closed)."""
+    for _ in range(50):
+        row = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = %s", [PLATFORM]
+        ).fetchone()
+        assert row is not None
+        if expected is None or int(row[0]) == expected:
+            break
+        time.sleep(0.1)
+    return int(row[0])
+
+
+def _asking_run(platform: Platform) -> pg_labels.Run:
+    run = platform.open_run("support-bot", "acme/platform")
+    run.input("{origin:slack}")
+    return run
+
+
+def test_wait_for_a_grant(platform: Platform, admin: psycopg.Connection) -> None:
+    run = _asking_run(platform)
+    request = run.request_approval("tickets.update", UPDATE, reason="close it")
+    assert run.approval_status(request).status == "pending"
+    before = _connections(admin)
+    timer = _decide_later(request, True, "the customer asked")
+    started = time.monotonic()
+    decision = run.wait_for_decision(request, timeout=30)
+    timer.join()
+    assert time.monotonic() - started < 10
+    assert isinstance(decision, pg_labels.ApprovalDecision)
+    assert (decision.status, decision.granted, decision.decided) == ("granted", True, True)
+    assert (decision.reason, decision.decided_by) == ("the customer asked", ALICE)
+    assert decision.request_id == request and decision.decision_id is not None
+    assert decision.decision_id > request and decision.expires_at is None
+    # the wait's connection is closed; the run's own is as it was
+    assert _connections(admin, before) == before
+    step = run.call("tickets.update", UPDATE)
+    assert step.request_id == request
+    # decided before the wait: read right after LISTEN
+    assert run.wait_for_decision(request, timeout=30).status == "granted"
+
+
+def test_wait_for_a_denial_and_a_withdrawal(platform: Platform) -> None:
+    run = _asking_run(platform)
+    request = run.request_approval("tickets.update", UPDATE)
+    timer = _decide_later(request, False, "not this one")
+    decision = run.wait_for_decision(request, timeout=30)
+    timer.join()
+    assert (decision.status, decision.reason, decision.granted) == ("denied", "not this one", False)
+
+    other = run.request_approval("tickets.update", {"ticket": 78, "status": "closed"})
+    withdrawn = run.withdraw_approval(other, "the customer left")
+    decision = run.wait_for_decision(other, timeout=30)
+    assert (decision.status, decision.decision_id) == ("withdrawn", withdrawn)
+    assert decision.reason is not None and "the customer left" in decision.reason
+
+
+def test_wait_ends_at_the_timeout_and_at_expiry(platform: Platform) -> None:
+    run = _asking_run(platform)
+    request = run.request_approval("tickets.update", UPDATE)
+    started = time.monotonic()
+    decision = run.wait_for_decision(request, timeout=0.3)
+    assert 0.3 <= time.monotonic() - started < 5
+    assert (decision.status, decision.decided) == ("timeout", False)
+    assert run.wait_for_decision(request, timeout=0).status == "timeout"
+
+    # a decision on another request does not end the wait
+    short = run.request_approval("tickets.update", {"ticket": 1}, ttl=0.8)
+    timer = _decide_later(request, True)
+    started = time.monotonic()
+    decision = run.wait_for_decision(short, timeout=30)
+    timer.join()
+    assert 0.5 <= time.monotonic() - started < 10
+    assert decision.status == "expired" and decision.expires_at is not None
+    with pytest.raises(psycopg.Error) as e:
+        _decide(short, True, "too late")
+    assert e.value.sqlstate == "55000"
+
+
+def test_wait_bad_arguments(platform: Platform) -> None:
+    run = _asking_run(platform)
+    other = _asking_run(platform)
+    request = other.request_approval("tickets.update", UPDATE)
+    with pytest.raises(LookupError):
+        run.wait_for_decision(request, timeout=1)
+    with pytest.raises(LookupError):
+        run.approval_status(request)
+    with pytest.raises(TypeError):
+        run.wait_for_decision("1", timeout=1)  # type: ignore[arg-type]
+    for bad in (-1, float("inf"), float("nan")):
+        with pytest.raises(ValueError):
+            run.wait_for_decision(request, timeout=bad)
+    with pytest.raises(ValueError):
+        run.request_approval("tickets.update", UPDATE, ttl=0)
+    assert other.pending_request("tickets.update", UPDATE) == request
+    assert other.pending_request("tickets.update", {"ticket": 2}) is None
+
+
+def test_wait_on_a_connection_of_ones_own(platform: Platform) -> None:
+    """``connect`` opens the wait's connection; it is closed after the wait."""
+    opened: list[object] = []
+
+    def connect_() -> object:
+        conn = connect(PLATFORM)
+        opened.append(conn)
+        return conn
+
+    if isinstance(platform.conn, psycopg.Connection):
+        own = Platform(platform.conn, connect=connect_)
+        run = _asking_run(own)
+        request = run.request_approval("tickets.update", UPDATE)
+        assert run.wait_for_decision(request, timeout=0.1).status == "timeout"
+        (conn,) = opened
+        assert conn.closed  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        Platform(platform.conn, connect=1)  # type: ignore[arg-type]
+
+

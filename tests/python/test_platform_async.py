@@ -6,6 +6,8 @@ by python/tools/async_to_sync.py. AsyncPlatform's own cases are in test_async.py
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 import uuid
 from types import SimpleNamespace
 
@@ -24,7 +26,7 @@ from pg_labels import (
     UntrustedToIrreversible,
 )
 
-from conftest import ANALYST, PLATFORM, aconnect, errors
+from conftest import ALICE, ANALYST, PLATFORM, aconnect, connect, errors
 
 
 async def test_the_seed_scenario(aplatform: AsyncPlatform) -> None:
@@ -290,3 +292,156 @@ async def test_runs_of_a_listener(aplatform: AsyncPlatform, admin: psycopg.Conne
     assert r.value.constraint == "runs_listener_id_fkey"
     with pytest.raises(TypeError):
         await aplatform.open_run("support-bot", None, listener="1")  # type: ignore[arg-type]
+
+
+# Waiting for a person: Run.wait_for_decision on LISTEN pg_labels_approvals.
+
+UPDATE = {"ticket": 77, "status": "closed"}
+
+
+def _decide(request: int, granted: bool, reason: str | None) -> None:
+    with connect(ALICE, autocommit=True) as conn:
+        conn.execute("SELECT pg_labels.decide_approval(%s, %s, %s)", [request, granted, reason])
+
+
+def _decide_later(request: int, granted: bool, reason: str | None = None) -> threading.Timer:
+    """The approver decides on a connection of their own, in 0.3 s."""
+    timer = threading.Timer(0.3, _decide, [request, granted, reason])
+    timer.start()
+    return timer
+
+
+def _connections(admin: psycopg.Connection, expected: int | None = None) -> int:
+    """The platform's connections to the server (waiting up to 5 s for ``expected``: a
+    backend leaves pg_stat_activity shortly after its client closed)."""
+    for _ in range(50):
+        row = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = %s", [PLATFORM]
+        ).fetchone()
+        assert row is not None
+        if expected is None or int(row[0]) == expected:
+            break
+        time.sleep(0.1)
+    return int(row[0])
+
+
+async def _asking_run(aplatform: AsyncPlatform) -> pg_labels.AsyncRun:
+    run = await aplatform.open_run("support-bot", "acme/platform")
+    await run.input("{origin:slack}")
+    return run
+
+
+async def test_wait_for_a_grant(aplatform: AsyncPlatform, admin: psycopg.Connection) -> None:
+    run = await _asking_run(aplatform)
+    request = await run.request_approval("tickets.update", UPDATE, reason="close it")
+    assert (await run.approval_status(request)).status == "pending"
+    before = _connections(admin)
+    timer = _decide_later(request, True, "the customer asked")
+    started = time.monotonic()
+    decision = await run.wait_for_decision(request, timeout=30)
+    timer.join()
+    assert time.monotonic() - started < 10
+    assert isinstance(decision, pg_labels.ApprovalDecision)
+    assert (decision.status, decision.granted, decision.decided) == ("granted", True, True)
+    assert (decision.reason, decision.decided_by) == ("the customer asked", ALICE)
+    assert decision.request_id == request and decision.decision_id is not None
+    assert decision.decision_id > request and decision.expires_at is None
+    # the wait's connection is closed; the run's own is as it was
+    assert _connections(admin, before) == before
+    step = await run.call("tickets.update", UPDATE)
+    assert step.request_id == request
+    # decided before the wait: read right after LISTEN
+    assert (await run.wait_for_decision(request, timeout=30)).status == "granted"
+
+
+async def test_wait_for_a_denial_and_a_withdrawal(aplatform: AsyncPlatform) -> None:
+    run = await _asking_run(aplatform)
+    request = await run.request_approval("tickets.update", UPDATE)
+    timer = _decide_later(request, False, "not this one")
+    decision = await run.wait_for_decision(request, timeout=30)
+    timer.join()
+    assert (decision.status, decision.reason, decision.granted) == ("denied", "not this one", False)
+
+    other = await run.request_approval("tickets.update", {"ticket": 78, "status": "closed"})
+    withdrawn = await run.withdraw_approval(other, "the customer left")
+    decision = await run.wait_for_decision(other, timeout=30)
+    assert (decision.status, decision.decision_id) == ("withdrawn", withdrawn)
+    assert decision.reason is not None and "the customer left" in decision.reason
+
+
+async def test_wait_ends_at_the_timeout_and_at_expiry(aplatform: AsyncPlatform) -> None:
+    run = await _asking_run(aplatform)
+    request = await run.request_approval("tickets.update", UPDATE)
+    started = time.monotonic()
+    decision = await run.wait_for_decision(request, timeout=0.3)
+    assert 0.3 <= time.monotonic() - started < 5
+    assert (decision.status, decision.decided) == ("timeout", False)
+    assert (await run.wait_for_decision(request, timeout=0)).status == "timeout"
+
+    # a decision on another request does not end the wait
+    short = await run.request_approval("tickets.update", {"ticket": 1}, ttl=0.8)
+    timer = _decide_later(request, True)
+    started = time.monotonic()
+    decision = await run.wait_for_decision(short, timeout=30)
+    timer.join()
+    assert 0.5 <= time.monotonic() - started < 10
+    assert decision.status == "expired" and decision.expires_at is not None
+    with pytest.raises(psycopg.Error) as e:
+        _decide(short, True, "too late")
+    assert e.value.sqlstate == "55000"
+
+
+async def test_wait_bad_arguments(aplatform: AsyncPlatform) -> None:
+    run = await _asking_run(aplatform)
+    other = await _asking_run(aplatform)
+    request = await other.request_approval("tickets.update", UPDATE)
+    with pytest.raises(LookupError):
+        await run.wait_for_decision(request, timeout=1)
+    with pytest.raises(LookupError):
+        await run.approval_status(request)
+    with pytest.raises(TypeError):
+        await run.wait_for_decision("1", timeout=1)  # type: ignore[arg-type]
+    for bad in (-1, float("inf"), float("nan")):
+        with pytest.raises(ValueError):
+            await run.wait_for_decision(request, timeout=bad)
+    with pytest.raises(ValueError):
+        await run.request_approval("tickets.update", UPDATE, ttl=0)
+    assert await other.pending_request("tickets.update", UPDATE) == request
+    assert await other.pending_request("tickets.update", {"ticket": 2}) is None
+
+
+async def test_wait_on_a_connection_of_ones_own(aplatform: AsyncPlatform) -> None:
+    """``connect`` opens the wait's connection; it is closed after the wait."""
+    opened: list[object] = []
+
+    async def connect_() -> object:
+        conn = await aconnect(PLATFORM)
+        opened.append(conn)
+        return conn
+
+    if isinstance(aplatform.conn, psycopg.AsyncConnection):
+        own = AsyncPlatform(aplatform.conn, connect=connect_)
+        run = await _asking_run(own)
+        request = await run.request_approval("tickets.update", UPDATE)
+        assert (await run.wait_for_decision(request, timeout=0.1)).status == "timeout"
+        (conn,) = opened
+        assert conn.closed  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        AsyncPlatform(aplatform.conn, connect=1)  # type: ignore[arg-type]
+
+
+async def test_a_cancelled_wait_closes_its_connection(  # async only
+    aplatform: AsyncPlatform, admin: psycopg.Connection
+) -> None:
+    import asyncio
+
+    run = await _asking_run(aplatform)
+    request = await run.request_approval("tickets.update", UPDATE)
+    before = _connections(admin)
+    task = asyncio.create_task(run.wait_for_decision(request, timeout=30))
+    await asyncio.sleep(0.5)
+    assert _connections(admin, before + 1) == before + 1
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert _connections(admin, before) == before

@@ -102,8 +102,9 @@ for script in "$ROOT"/sql/released/pg_labels--*.sql; do
     # 0.3.0 the scope a step or share can be read in (carried_scope), the record of refused writes
     # 0.3.1 the scope a run or artifact can be read in (carried_scope too), what a refused
     # write claimed (attempted), the tool catalog's owners and pinned definitions (owner,
-    # definition_digest, tool_namespaces, tool_definitions)
-    tools31="tool_namespaces|tool_definitions|tool_definitions_id_seq"
+    # definition_digest, tool_namespaces, tool_definitions), a request's expiry (expires_at) and
+    # the requests' view (approval_requests)
+    tools31="tool_namespaces|tool_definitions|tool_definitions_id_seq|approval_requests"
     case $from in
         0.1.0)
             added_columns="slot,prev_hash,hash,opened_labels,chain_head,chain_slot,chain_cut,chain_cut_length,carried_scope,attempted,run_scope,enters,owner,definition_digest"
@@ -118,7 +119,7 @@ for script in "$ROOT"/sql/released/pg_labels--*.sql; do
     # (compared without the grants of * the update added: in a copy of the database)
     q -d postgres -c "CREATE DATABASE upgrade_compared TEMPLATE $db"
     q -d upgrade_compared -c "DELETE FROM pg_labels.grants WHERE scope = '*'" >/dev/null
-    SNAPSHOT_DROP="{$added_columns}" data_snapshot -d upgrade_compared |
+    SNAPSHOT_DROP="{$added_columns}" SNAPSHOT_DROP_STEPS="{expires_at}" data_snapshot -d upgrade_compared |
         grep -Ev "^(acl|sequence|rows) (pg_labels\.)?($added_objects)[ (:]" \
         >"$work/after_comparable"
     q -d postgres -c "DROP DATABASE upgrade_compared"

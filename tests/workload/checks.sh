@@ -17,9 +17,10 @@ SQL
 # What the DBA's data is, whatever the release: every row of every table of the schema
 # (sorted; the 0.2.0 ring slot aside, which is the month of created_at), the sequences, and
 # the privileges granted on tables, views, sequences and functions. $@: psql connection options.
-# SNAPSHOT_DROP: the row keys left out (a text[] literal; the ring slot by default).
+# SNAPSHOT_DROP: the row keys left out (a text[] literal; the ring slot by default);
+# SNAPSHOT_DROP_STEPS: those left out of the trail's rows besides.
 data_snapshot() {
-    q -v drop="${SNAPSHOT_DROP:-"{slot}"}" "$@" -At <<'SQL'
+    q -v drop="${SNAPSHOT_DROP:-"{slot}"}" -v drop_steps="${SNAPSHOT_DROP_STEPS:-"{}"}" "$@" -At <<'SQL'
 SELECT format('sequence %s %s', c.relname, s.last_value)
   FROM pg_class c, LATERAL (SELECT * FROM pg_sequences WHERE schemaname = 'pg_labels' AND sequencename = c.relname) s
  WHERE c.relnamespace = 'pg_labels'::regnamespace AND c.relkind = 'S' ORDER BY 1;
@@ -28,9 +29,10 @@ SELECT format('acl %s %s', c.relname, c.relacl) FROM pg_class c
 SELECT format('acl %s %s', p.oid::regprocedure, p.proacl) FROM pg_proc p
  WHERE p.pronamespace = 'pg_labels'::regnamespace AND p.proacl IS NOT NULL ORDER BY 1;
 SELECT format('rows %s: %s', c.relname, x.rows) FROM pg_class c,
+  LATERAL (SELECT (:'drop'::text[] || CASE c.relname WHEN 'steps' THEN :'drop_steps'::text[] ELSE '{}' END)::text AS keys) d,
   LATERAL (SELECT (xpath('/row/r/text()', query_to_xml(format(
     'SELECT coalesce(string_agg((to_jsonb(t) - %L::text[])::text, %L ORDER BY (to_jsonb(t) - %L::text[])::text), %L) AS r FROM pg_labels.%I t',
-    :'drop', E'\n', :'drop', '', c.relname), false, true, '')))[1]::text AS rows) x
+    d.keys, E'\n', d.keys, '', c.relname), false, true, '')))[1]::text AS rows) x
  WHERE c.relnamespace = 'pg_labels'::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition
  ORDER BY c.relname;
 SQL

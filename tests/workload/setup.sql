@@ -9,3 +9,11 @@ GRANT EXECUTE ON FUNCTION pg_labels.decide_approval(bigint, boolean, text) TO du
 GRANT EXECUTE ON FUNCTION pg_labels.authorize_crossing(scope, scope, text, timestamptz),
   pg_labels.revoke_crossing(bigint, text) TO dump_bob;
 GRANT SELECT ON pg_labels.runs, pg_labels.steps, pg_labels.trail TO dump_analyst;
+-- (0.3.1 and later: the requests' view, as the README grants it)
+DO $$
+BEGIN
+    IF pg_catalog.to_regclass('pg_labels.approval_requests') IS NOT NULL THEN
+        GRANT SELECT ON pg_labels.approval_requests TO dump_analyst;
+    END IF;
+END
+$$;

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import secrets
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlencode
 
 import jinja2
 import psycopg
@@ -34,6 +36,8 @@ LOGIN_COOKIE = "pg_labels_console_login"
 KNOWN_COOKIE = "pg_labels_console_known"
 PAGE_SIZE = 50
 CHART_DAYS = 30
+# the approver's queue reloads itself every REFRESH seconds (a Refresh header: no script)
+REFRESH = 30
 T = TypeVar("T")
 
 SIGN_IN_FAILED = "Sign-in failed: no role that may sign in has this name and password."
@@ -115,7 +119,9 @@ class Console:
         max_connections: int = 50,
         per_role: int = 5,
         throttle: Throttle | None = None,
+        refresh: int = REFRESH,
     ) -> None:
+        self.refresh = refresh
         self.database_url = database_url
         self.page_size = page_size
         self.secure_cookies = secure_cookies
@@ -166,7 +172,11 @@ class Console:
         """The signed-in session of a GET, or where to send the browser instead."""
         s, expired = self.sessions.get(request.cookies.get(COOKIE))
         if s is None or s.role is None:
-            return None, self.redirect("/login?expired=1" if expired else "/login")
+            go = "/login?expired=1" if expired else "/login"
+            if (nxt := follow(request.url.path)) is not None:
+                # a link (the notifier's, to a request's page) leads there after signing in
+                go += ("&" if "?" in go else "?") + urlencode({"next": nxt})
+            return None, self.redirect(go)
         return s, None
 
     async def posted(
@@ -210,14 +220,15 @@ class Console:
 
     async def login_page(self, request: Request) -> Response:
         s, expired = self.sessions.get(request.cookies.get(COOKIE))
+        nxt = follow(request.query_params.get("next"))
         if s is not None and s.role is not None:
-            return self.redirect("/runs")
+            return self.redirect(nxt or "/runs")
         notice = None
         if expired or request.query_params.get("expired"):
             notice = "Your session expired. Sign in again."
         elif request.query_params.get("lost"):
             notice = "The connection to the database was lost. Sign in again."
-        return self.login_form(request, 200, notice, None, "")
+        return self.login_form(request, 200, notice, None, "", nxt=nxt)
 
     def login_form(
         self,
@@ -227,6 +238,7 @@ class Console:
         error: str | None,
         role: str,
         headers: dict[str, str] | None = None,
+        nxt: str | None = None,
     ) -> Response:
         """The sign-in form: its token is an HMAC of a fresh nonce in a cookie, so an anonymous
         visitor costs the console nothing between requests."""
@@ -240,6 +252,7 @@ class Console:
             error=error,
             role=role,
             csrf=self.signer.sign("login", nonce),
+            next=nxt,
         )
         resp.set_cookie(
             LOGIN_COOKIE,
@@ -266,6 +279,7 @@ class Console:
                 request, "The form's security token does not match. Load the sign-in page again."
             )
         role, password = form.get("role", "").strip(), form.get("password", "")
+        nxt = follow(form.get("next"))
         address = request.client.host if request.client else "unknown"
         nonce, _, mac = request.cookies.get(KNOWN_COOKIE, "").partition(".")
         known = nonce if self.signer.valid("known", f"{role}\0{nonce}", mac) else None
@@ -289,12 +303,14 @@ class Console:
         ):
             # (no role is named so; libpq takes no NUL) a failure like any other
             self.throttle.failed(address, role[:63], known)
-            return self.login_form(request, 401, None, SIGN_IN_FAILED, role[:63].replace("\0", ""))
+            return self.login_form(
+                request, 401, None, SIGN_IN_FAILED, role[:63].replace("\0", ""), nxt=nxt
+            )
         try:
             conn = await run_in_threadpool(db.connect, self.database_url, role, password)
         except db.SignInFailed:
             self.throttle.failed(address, role, known)
-            return self.login_form(request, 401, None, SIGN_IN_FAILED, role)
+            return self.login_form(request, 401, None, SIGN_IN_FAILED, role, nxt=nxt)
         except db.DatabaseUnreachable:
             return self.login_form(
                 request, 503, None, "The database could not be reached. Try again later.", role
@@ -313,7 +329,7 @@ class Console:
                 role,
                 headers={"Retry-After": "60"},
             )
-        resp = self.redirect("/scope", s)
+        resp = self.redirect("/scope?" + urlencode({"next": nxt}) if nxt else "/scope", s)
         resp.delete_cookie(LOGIN_COOKIE, path="/login")
         browser = secrets.token_urlsafe(16)  # this browser, for this role
         mark = self.signer.sign("known", role + "\0" + browser)
@@ -346,7 +362,8 @@ class Console:
             scopes = await self.with_db(s, db.list_scopes, scoped=False)
         except ConnectionLost:
             return self.lost(s)
-        return self.render(request, s, "scope.html", scopes=scopes, error=None)
+        nxt = follow(request.query_params.get("next"))
+        return self.render(request, s, "scope.html", scopes=scopes, error=None, next=nxt)
 
     async def choose_scope(self, request: Request) -> Response:
         posted = await self.posted(request, signed_in=True)
@@ -371,16 +388,20 @@ class Console:
                 status=403,
                 scopes=scopes,
                 error=f"The database refused scope {scope!r}: {message(e)}",
+                next=follow(form.get("next")),
             )
         s.scope = scope
-        return self.redirect("/runs", s)
+        return self.redirect(follow(form.get("next")) or "/runs", s)
 
     def lost(self, s: Session) -> Response:
         self.sessions.drop(s)
         return self.redirect("/login?lost=1")
 
-    def needs_scope(self, s: Session) -> Response | None:
-        return None if s.scope else self.redirect("/scope", s)
+    def needs_scope(self, s: Session, request: Request | None = None) -> Response | None:
+        if s.scope:
+            return None
+        nxt = follow(request.url.path) if request is not None else None
+        return self.redirect("/scope?" + urlencode({"next": nxt}) if nxt else "/scope", s)
 
     async def page(
         self, request: Request, template: str, work: Callable[[db.Conn], dict[str, Any]]
@@ -388,7 +409,7 @@ class Console:
         s, away = self.signed_in(request)
         if s is None:
             return away or self.redirect("/login")
-        if (go := self.needs_scope(s)) is not None:
+        if (go := self.needs_scope(s, request)) is not None:
             return go
         try:
             ctx = await self.with_db(s, work)
@@ -452,6 +473,13 @@ class Console:
             if run is None and not steps:
                 raise NotFound("No run with this id is visible in this scope.")
             decided = {st["request_id"]: st for st in steps if st["kind"] == "approval_decided"}
+            requests: dict[int, db.Row] = {}
+            if any(st["kind"] == "approval_requested" for st in steps):
+                try:  # a role not granted pg_labels.approval_requests sees decisions only
+                    with conn.transaction():
+                        requests = db.run_requests(conn, run_id)
+                except psycopg.errors.InsufficientPrivilege:
+                    pass
             scope = run["scope"] if run else None
             for st in steps:  # what each row shows, prepared here: a 1,000-step page renders fast
                 st["chips"] = chip_list(st["labels"], escaping(st["labels"], scope))
@@ -465,6 +493,7 @@ class Console:
                 "run_id": run_id,
                 "steps": steps,
                 "decided": decided,
+                "requests": requests,
                 "run_escaping": escaping(run["labels"], scope) if run else set(),
                 "verdict": verdict,
                 "lineage": lineage,
@@ -483,25 +512,52 @@ class Console:
             for p in pending:
                 p["sources"] = [x for x in by_run.get(p["run_id"], []) if x["id"] <= p["id"]]
                 p["escaping"] = escaping(p["run_labels"], p["scope"])
-            return {"pending": pending, "decisions": db.recent_decisions(conn)}
+            return {
+                "pending": pending,
+                "decisions": db.closed_requests(conn),
+                "refresh": self.refresh,
+            }
 
-        return await self.page(request, "approvals.html", work)
+        resp = await self.page(request, "approvals.html", work)
+        if resp.status_code == 200 and self.refresh > 0:
+            # the queue reloads itself (no script): a new request shows within this period
+            resp.headers["Refresh"] = str(self.refresh)
+        return resp
+
+    async def request_page(self, request: Request) -> Response:
+        request_id = _request_id(request.path_params["request_id"])
+
+        def work(conn: db.Conn) -> dict[str, Any]:
+            # one answer for an id that is not a request, one that does not exist and one the
+            # role may not read
+            p = db.approval_request(conn, request_id) if request_id is not None else None
+            if p is None:
+                raise NotFound("No approval request with this id is visible in this scope.")
+            p["sources"] = [x for x in db.label_sources(conn, [p["run_id"]]) if x["id"] <= p["id"]]
+            p["escaping"] = escaping(p["run_labels"], p["scope"] or p["run_scope"])
+            try:  # a role that may not read the gate's steps reads the rest
+                with conn.transaction():
+                    why = db.why_it_asks(conn, p["run_id"], p["id"], p["tool"], p["args"])
+            except psycopg.errors.InsufficientPrivilege:
+                why = None
+            return {"p": p, "why": why}
+
+        return await self.page(request, "request.html", work)
 
     async def decide(self, request: Request) -> Response:
         posted = await self.posted(request, signed_in=True)
         if isinstance(posted, Response):
             return posted
         s, form = posted
-        try:
-            request_id = int(request.path_params["request_id"])
-        except ValueError:
+        request_id = _request_id(request.path_params["request_id"])
+        if request_id is None:
             return self.forbidden(request, "No such request.")
-        if not 0 < request_id < 2**63:
-            return self.forbidden(request, "No such request.")
+        # back to the page the form was on: the queue, or the request's own page
+        back = f"/approvals/{request_id}" if form.get("from") == "request" else "/approvals"
         choice = form.get("decision")
         if choice not in ("grant", "deny"):
             s.flash.append(("error", "Choose grant or deny."))
-            return self.redirect("/approvals", s)
+            return self.redirect(back, s)
         reason = form.get("reason", "").strip() or None
         try:
             await self.with_db(
@@ -513,11 +569,11 @@ class Console:
             s.flash.append(
                 ("error", f"The database refused to decide request {request_id}: {message(e)}")
             )
-            return self.redirect("/approvals", s)
+            return self.redirect(back, s)
         s.flash.append(
             ("ok", f"Request {request_id} {'granted' if choice == 'grant' else 'denied'}.")
         )
-        return self.redirect("/approvals", s)
+        return self.redirect(back, s)
 
     async def refusals_page(self, request: Request) -> Response:
         def work(conn: db.Conn) -> dict[str, Any]:
@@ -526,6 +582,25 @@ class Console:
             return {"chart": chart, "recent": db.recent_refusals(conn), "days": CHART_DAYS}
 
         return await self.page(request, "refusals.html", work)
+
+
+# the pages a link may lead to through the sign-in and the scope (the notifier links to a
+# request's page): a path of the console, never another site's address
+_FOLLOW = re.compile(r"/approvals/[0-9]{1,19}|/runs/[0-9a-fA-F-]{36}")
+
+
+def follow(path: str | None) -> str | None:
+    """`path` if it is one of the console's pages a link may lead to after signing in."""
+    return path if path and _FOLLOW.fullmatch(path) else None
+
+
+def _request_id(text: str) -> int | None:
+    """A request id of the path: a bigint above 0 (anything else is a request that does not
+    exist)."""
+    if not text.isascii() or not text.isdigit() or len(text) > 19:
+        return None
+    value = int(text)
+    return value if 0 < value < 2**63 else None
 
 
 class ConnectionLost(Exception):
@@ -553,9 +628,17 @@ def create_app(
     max_connections: int = 50,
     per_role: int = 5,
     throttle: Throttle | None = None,
+    refresh: int = REFRESH,
 ) -> Starlette:
     c = Console(
-        database_url, secure_cookies, idle_timeout, page_size, max_connections, per_role, throttle
+        database_url,
+        secure_cookies,
+        idle_timeout,
+        page_size,
+        max_connections,
+        per_role,
+        throttle,
+        refresh,
     )
     Handler = Callable[[Request], Awaitable[Response]]
     routes: list[tuple[str, Handler, list[str]]] = [
@@ -568,6 +651,7 @@ def create_app(
         ("/runs", c.runs_page, ["GET"]),
         ("/runs/{run_id}", c.run_page, ["GET"]),
         ("/approvals", c.approvals_page, ["GET"]),
+        ("/approvals/{request_id}", c.request_page, ["GET"]),
         ("/approvals/{request_id}", c.decide, ["POST"]),
         ("/refusals", c.refusals_page, ["GET"]),
     ]

@@ -1,18 +1,31 @@
-"""pg-labels-console --database URL --listen 127.0.0.1:8080"""
+"""pg-labels-console --database URL --listen 127.0.0.1:8080
+pg-labels-console notify --database URL --role ROLE --console-url URL (docs/console.md)"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 import uvicorn
 
 from pg_labels.timely import TimelyH11
 
-from .app import create_app
+from .app import REFRESH, create_app
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="pg-labels-console", description="The pg_labels web console.")
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["notify"]:
+        from .notify import main as notify
+
+        notify(args[1:])
+        return
+    p = argparse.ArgumentParser(
+        prog="pg-labels-console",
+        description="The pg_labels web console. "
+        "(`pg-labels-console notify --help`: the notifier, which posts new approval requests "
+        "to a webhook.)",
+    )
     p.add_argument(
         "--database",
         required=True,
@@ -49,7 +62,16 @@ def main(argv: list[str] | None = None) -> None:
         help="signed-in sessions of one role; its least recently used one ends when it signs in "
         "once more (default 5)",
     )
-    a = p.parse_args(argv)
+    p.add_argument(
+        "--approvals-refresh",
+        type=int,
+        default=REFRESH,
+        metavar="SECONDS",
+        help=f"the approvals queue reloads itself this often (default {REFRESH}; 0: never)",
+    )
+    a = p.parse_args(args)
+    if a.approvals_refresh < 0:
+        p.error("--approvals-refresh must be 0 or more")
     if a.max_connections < 1 or a.max_connections_per_role < 1:
         p.error("--max-connections and --max-connections-per-role must be at least 1")
     host, _, port = a.listen.rpartition(":")
@@ -59,6 +81,7 @@ def main(argv: list[str] | None = None) -> None:
         idle_timeout=a.idle_timeout * 60,
         max_connections=a.max_connections,
         per_role=a.max_connections_per_role,
+        refresh=a.approvals_refresh,
     )
     uvicorn.run(
         app,

@@ -11,6 +11,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 
 Row = dict[str, Any]
 Conn = psycopg.Connection[Any]
@@ -24,15 +25,16 @@ class DatabaseUnreachable(Exception):
     """The server could not be reached at all."""
 
 
-def connect(database_url: str, role: str, password: str) -> Conn:
-    """A connection as the role, with its own password; nothing else is tried (no password file)."""
+def connect(database_url: str, role: str, password: str, **options: str) -> Conn:
+    """A connection as the role, with its own password; nothing else is tried (no password file).
+    `options`: more libpq parameters (the notifier's name and keepalives)."""
+    params = {"application_name": "pg-labels-console", "connect_timeout": "10", **options}
     conninfo = make_conninfo(
         database_url,
         user=role,
         password=password,
         passfile="/nonexistent/pg_labels_console",
-        application_name="pg-labels-console",
-        connect_timeout="10",
+        **params,
     )
     try:
         conn = psycopg.connect(
@@ -140,20 +142,76 @@ def lineage(conn: Conn, run_id: uuid.UUID) -> list[Row]:
     ).fetchall()
 
 
+# one approval request as pg_labels.approval_requests reads it (as the caller: row-level security
+# and the caller's grants decide which it reads), with its tool's effect from the catalog
+REQUEST_COLUMNS = """q.id, q.run_id, q.run_scope::text AS run_scope, q.agent, q.agent_version,
+                     q.tool, q.args, q.labels::text[] AS labels, q.reason, q.requested_by,
+                     q.requested_at, q.expires_at, q.status, q.decided_by, q.decided_at,
+                     q.decision_reason, q.decision_id, q.used_by"""
+
+
 def pending_requests(conn: Conn, limit: int = 100) -> list[Row]:
-    """Requests not yet decided, oldest first, with the tool's effect and the run's labels."""
+    """Pending requests (pg_labels.approval_requests: not decided, withdrawn or expired),
+    oldest first, with the tool's effect and the run's labels."""
     return conn.execute(
-        """SELECT q.id, q.run_id, q.tool, q.args, q.labels::text[] AS labels, q.reason, q.actor,
-                  q.created_at, r.agent, r.scope::text AS scope, r.labels::text[] AS run_labels,
-                  t.effect
-           FROM pg_labels.steps q
-           LEFT JOIN pg_labels.runs r ON r.id = q.run_id
-           LEFT JOIN pg_labels.tools t ON t.name = q.tool
-           WHERE q.kind = 'approval_requested'
-             AND NOT EXISTS (SELECT 1 FROM pg_labels.steps d
-                             WHERE d.run_id = q.run_id AND d.kind = 'approval_decided'
-                               AND d.request_id = q.id)
-           ORDER BY q.id LIMIT %s""",
+        f"""SELECT {REQUEST_COLUMNS}, q.requested_by AS actor, q.requested_at AS created_at,
+                   r.scope::text AS scope, r.labels::text[] AS run_labels, t.effect
+            FROM pg_labels.approval_requests q
+            LEFT JOIN pg_labels.runs r ON r.id = q.run_id
+            LEFT JOIN pg_labels.tools t ON t.name = q.tool
+            WHERE q.status = 'pending'
+            ORDER BY q.id LIMIT %s""",
+        [limit],
+    ).fetchall()
+
+
+def approval_request(conn: Conn, request_id: int) -> Row | None:
+    """One request, or None when the caller reads none of this id (missing or not its own to
+    read: the same answer)."""
+    return conn.execute(
+        f"""SELECT {REQUEST_COLUMNS}, r.scope::text AS scope, r.labels::text[] AS run_labels,
+                   t.effect
+            FROM pg_labels.approval_requests q
+            LEFT JOIN pg_labels.runs r ON r.id = q.run_id
+            LEFT JOIN pg_labels.tools t ON t.name = q.tool
+            WHERE q.id = %s""",
+        [request_id],
+    ).fetchone()
+
+
+def why_it_asks(conn: Conn, run_id: uuid.UUID, request_id: int, tool: str, args: Any) -> str | None:
+    """The reason the gate gave when it asked for this call (the run's latest `ask` for the same
+    tool and arguments before the request), if the caller reads it."""
+    row = conn.execute(
+        """SELECT s.rule, s.reason FROM pg_labels.steps s
+           WHERE s.run_id = %s AND s.kind = 'gate_decided' AND s.decision = 'ask'
+             AND s.tool = %s AND s.args IS NOT DISTINCT FROM %s::jsonb AND s.id < %s
+           ORDER BY s.id DESC LIMIT 1""",
+        [run_id, tool, None if args is None else Jsonb(args), request_id],
+    ).fetchone()
+    if row is None:
+        return None
+    parts = [str(x) for x in (row["rule"], row["reason"]) if x]
+    return ": ".join(parts) or None
+
+
+def run_requests(conn: Conn, run_id: uuid.UUID) -> dict[int, Row]:
+    """The status of each request of the run the caller reads, by request id."""
+    rows = conn.execute(
+        """SELECT id, status, expires_at, decided_by, decision_id
+           FROM pg_labels.approval_requests WHERE run_id = %s""",
+        [run_id],
+    ).fetchall()
+    return {int(r["id"]): r for r in rows}
+
+
+def closed_requests(conn: Conn, limit: int = 20) -> list[Row]:
+    """The latest requests that are no longer pending: granted, denied, withdrawn or expired."""
+    return conn.execute(
+        f"""SELECT {REQUEST_COLUMNS}, coalesce(q.decided_at, q.expires_at) AS closed_at
+            FROM pg_labels.approval_requests q
+            WHERE q.status <> 'pending'
+            ORDER BY coalesce(q.decided_at, q.expires_at) DESC, q.id DESC LIMIT %s""",
         [limit],
     ).fetchall()
 

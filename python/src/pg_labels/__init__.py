@@ -28,7 +28,9 @@ from ._values import InvalidValue, LabelSet, Scope
 if TYPE_CHECKING:
     from ._guard import Guard, Verdict
     from ._platform import (
+        APPROVALS_CHANNEL,
         EFFECTS,
+        ApprovalDecision,
         AsyncPlatform,
         AsyncRun,
         Decision,
@@ -45,6 +47,8 @@ if TYPE_CHECKING:
 __version__ = "0.3.0"
 
 _LAZY = {
+    "APPROVALS_CHANNEL": "._platform",
+    "ApprovalDecision": "._platform",
     "EFFECTS": "._platform",
     "AsyncPlatform": "._platform",
     "AsyncRun": "._platform",
@@ -73,7 +77,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "APPROVALS_CHANNEL",
     "EFFECTS",
+    "ApprovalDecision",
     "ApprovalRequired",
     "AsyncPlatform",
     "AsyncRun",

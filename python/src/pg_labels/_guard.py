@@ -19,6 +19,7 @@ cannot be written, the output is withheld from the model.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import threading
 import weakref
@@ -73,7 +74,9 @@ class Verdict:
     SQLSTATE of the database error for ``error``); ``step_id`` the ``tool_called`` step of an
     allowed call, else the ``gate_decided`` step (``None`` when there is none);
     ``request_id`` the approval request an ``ask`` recorded, or the granted one an allowed
-    call used; ``message`` what the model is told instead of the tool's output.
+    call used; ``message`` what the model is told instead of the tool's output;
+    ``approval`` is ``denied`` for an ``ask`` whose request a person denied (the call is
+    refused), ``None`` while it waits.
     """
 
     tool: str
@@ -84,6 +87,7 @@ class Verdict:
     step_id: int | None = None
     request_id: int | None = None
     message: str | None = None
+    approval: str | None = None
     span: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -105,6 +109,15 @@ def parse_arguments(arguments: object) -> object:
 def _call_key(catalog: str, args: object) -> tuple[str, str]:
     """A call as the database compares approvals: the tool and its arguments as JSON."""
     return catalog, json.dumps(args, sort_keys=True, separators=(",", ":"))
+
+
+def _reused(status: str) -> str | None:
+    """What an ``ask`` does with the request it recorded for the same call, by the request's
+    status: points at it while it waits (``None``), tells the denial (``denied``), or
+    records a new one (``new``: granted and used, expired, withdrawn)."""
+    if status == "pending":
+        return None
+    return "denied" if status == "denied" else "new"
 
 
 def _why(err: BaseException) -> str:
@@ -134,6 +147,7 @@ class Guard:
         names: Mapping[str, str] | Callable[[str], str] | None = None,
         output_labels: OutputLabels | None = None,
         tracer_provider: Any = None,
+        approval_ttl: datetime.timedelta | float | None = None,
     ) -> None:
         if not isinstance(run, (Run, AsyncRun)):
             raise TypeError(f"a guard takes a Run or an AsyncRun, not {type(run).__name__}")
@@ -147,6 +161,9 @@ class Guard:
         self._requests: dict[tuple[str, str], int] = {}
         self._names = names
         self._output_labels = output_labels
+        #: the time to live of the approval requests an ``ask`` records (``None``: the
+        #: agent version's ``approval_ttl``, else none)
+        self.approval_ttl = approval_ttl
         self.tracing = Tracing(tracer_provider)
 
     def catalog_name(self, tool: str) -> str:
@@ -249,8 +266,8 @@ class Guard:
 
     # An ``ask`` records one request per call (tool and arguments): while it waits, the same
     # call asked again points at it instead of recording another; once it is denied the
-    # model is told so (and the next attempt asks anew); once granted and used, the next
-    # identical call asks again.
+    # model is told so (and the next attempt asks anew); once granted and used, expired or
+    # withdrawn, the next identical call asks again.
 
     def _request(self, catalog: str, args: object, reason: str | None) -> tuple[int, str | None]:
         if not isinstance(self.run, Run):
@@ -258,12 +275,12 @@ class Guard:
         key = _call_key(catalog, args)
         pending = self._requests.get(key)
         if pending is not None:
-            state = self.run.approval(pending)
-            if state is None or state == "denied":
+            state = _reused(self.run.approval_status(pending).status)
+            if state != "new":
                 if state == "denied":
                     del self._requests[key]
                 return pending, state
-        request = self.run.request_approval(catalog, args, reason=reason)
+        request = self.run.request_approval(catalog, args, reason=reason, ttl=self.approval_ttl)
         self._requests[key] = request
         return request, None
 
@@ -275,12 +292,14 @@ class Guard:
         key = _call_key(catalog, args)
         pending = self._requests.get(key)
         if pending is not None:
-            state = await self.run.approval(pending)
-            if state is None or state == "denied":
+            state = _reused((await self.run.approval_status(pending)).status)
+            if state != "new":
                 if state == "denied":
                     del self._requests[key]
                 return pending, state
-        request = await self.run.request_approval(catalog, args, reason=reason)
+        request = await self.run.request_approval(
+            catalog, args, reason=reason, ttl=self.approval_ttl
+        )
         self._requests[key] = request
         return request, None
 
@@ -318,7 +337,15 @@ class Guard:
                 "is granted."
             )
         return Verdict(
-            tool, "ask", rule, _SQLSTATE_OF_RULE.get(rule), reason, step, request, message
+            tool,
+            "ask",
+            rule,
+            _SQLSTATE_OF_RULE.get(rule),
+            reason,
+            step,
+            request,
+            message,
+            approval=state,
         )
 
     @staticmethod

@@ -72,13 +72,6 @@ pub(super) static STEPS: SavedPlan = SavedPlan::new(
         FROM pg_labels.steps WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT 5000",
 );
 
-/// Does the trail have expiries (release 0.3.1)?
-static STEPS_EXPIRE: SavedPlan = SavedPlan::new(
-    c"SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute
-                      WHERE attrelid = 'pg_labels.steps'::pg_catalog.regclass
-                        AND attname = 'expires_at' AND NOT attisdropped)",
-);
-
 /// The same, in a trail of a release before 0.3.1 (until ALTER EXTENSION UPDATE): no step
 /// expires.
 pub(super) static STEPS_BEFORE_0_3_1: SavedPlan = SavedPlan::new(
@@ -156,12 +149,7 @@ pub(super) fn each_run(mut f: impl FnMut(RunRow) -> Result<()>) -> Result<()> {
 /// The steps of a run in id order, a batch at a time, until `f` says stop.
 pub(super) fn each_step(run: &Uuid, mut f: impl FnMut(StepRow) -> Result<bool>) -> Result<()> {
     let mut after = i64::MIN;
-    let expire = with_spi(|spi| {
-        STEPS_EXPIRE
-            .execute(spi, &[], &[], true, 1)?
-            .get::<bool>(0, 1)
-            .map(|e| e.unwrap_or(false))
-    })?;
+    let expire = with_spi(crate::platform::approvals::trail_expires)?;
     let plan = if expire { &STEPS } else { &STEPS_BEFORE_0_3_1 };
     loop {
         let batch: Vec<StepRow> = with_spi(|spi| {

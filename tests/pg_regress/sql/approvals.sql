@@ -144,10 +144,15 @@ SET ROLE regress_pg_labels_alice;
 SELECT pg_labels.decide_approval(:expired, true);
 \set VERBOSITY default
 SELECT pg_labels.decide_approval(:withdrawn, true);
--- nor withdrawn by anyone but its requester
+-- nor withdrawn by anyone but its requester: another role's request is answered as one that
+-- does not exist, on the record too (its refusal names no run)
 SELECT pg_labels.withdraw_approval(:waits);
+SELECT pg_labels.withdraw_approval(999999);
 SELECT pg_labels.decide_approval(:denied, false, 'not this deal') IS NOT NULL AS denied;
 RESET ROLE;
+SELECT pg_labels.refusals_recorded();
+SELECT kind, sqlstate, run_id, run_scope, reason FROM pg_labels.refused_writes
+ WHERE actor = 'regress_pg_labels_alice' AND sqlstate = '23503' ORDER BY id;
 SET ROLE regress_pg_labels_platform;
 SELECT id = :waits AS waits, status, requested_by, decided_by, decision_reason, expires_at IS NOT NULL AS expires
   FROM pg_labels.approval_requests WHERE run_id = 'a1000000-0000-0000-0000-000000000002' ORDER BY id;

@@ -14,11 +14,14 @@ both share is in :mod:`._common` and :mod:`._catalog`, the drivers in :mod:`._dr
 
 from ._async import AsyncPlatform, AsyncRun
 from ._catalog import EFFECTS, Tool, effect_of, tools_from_mcp
-from ._common import Decision, Shared, Step
+from ._common import APPROVALS_CHANNEL, WAIT_TIMEOUT, ApprovalDecision, Decision, Shared, Step
 from ._sync import Platform, Run
 
 __all__ = [
+    "APPROVALS_CHANNEL",
     "EFFECTS",
+    "WAIT_TIMEOUT",
+    "ApprovalDecision",
     "AsyncPlatform",
     "AsyncRun",
     "Decision",

@@ -5,8 +5,11 @@ refusal into its exception. No I/O here: :mod:`._async` sends the statements (an
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
+import math
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -49,6 +52,41 @@ class Step:
     labels: LabelSet
     decision: str | None
     request_id: int | None
+
+
+#: What :meth:`Run.wait_for_decision` waits for at most by default, in seconds.
+WAIT_TIMEOUT: Final = 300.0
+#: The channel the database announces approval requests and decisions on (payload: the
+#: request's id).
+APPROVALS_CHANNEL: Final = "pg_labels_approvals"
+
+
+@dataclass(frozen=True)
+class ApprovalDecision:
+    """What became of an approval request (``pg_labels.approval_requests``).
+
+    ``status`` is ``granted``, ``denied``, ``withdrawn`` (the requester stopped waiting),
+    ``expired`` (past ``expires_at`` without a decision), ``pending`` (read without waiting)
+    or ``timeout`` (still pending when the wait ended); ``reason`` is the approver's (or the
+    withdrawal's), ``decided_by`` the role that decided, ``decision_id`` the
+    ``approval_decided`` step."""
+
+    request_id: int
+    status: str
+    reason: str | None = None
+    decided_by: str | None = None
+    decision_id: int | None = None
+    decided_at: datetime.datetime | None = None
+    expires_at: datetime.datetime | None = None
+
+    @property
+    def granted(self) -> bool:
+        return self.status == "granted"
+
+    @property
+    def decided(self) -> bool:
+        """Whether the request is answered for good (neither ``pending`` nor ``timeout``)."""
+        return self.status not in ("pending", "timeout")
 
 
 @dataclass(frozen=True)
@@ -140,6 +178,31 @@ def _request(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"request must be an int, not {type(value).__name__}")
     return value
+
+
+def _timeout(value: object) -> float:
+    """A wait's bound in seconds: a finite number, not negative (0 reads once)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds, not {type(value).__name__}")
+    seconds = float(value)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"timeout must be a finite number of seconds, 0 or more, not {value}")
+    return seconds
+
+
+def _ttl(value: object) -> datetime.timedelta:
+    """A request's time to live: a ``timedelta`` or seconds, more than 0."""
+    if isinstance(value, datetime.timedelta):
+        ttl = value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise ValueError(f"ttl must be finite, not {value}")
+        ttl = datetime.timedelta(seconds=value)
+    else:
+        raise TypeError(f"ttl must be a timedelta or seconds, not {type(value).__name__}")
+    if ttl <= datetime.timedelta(0):
+        raise ValueError(f"ttl must be more than 0, not {ttl}")
+    return ttl
 
 
 def _listener(value: object) -> int:
@@ -265,13 +328,58 @@ def _share_statements(
 
 _GATE: Final = sql.SQL("SELECT decision, rule, reason, step_id FROM pg_labels.gate(%s, %s, %s, %s)")
 _REQUEST: Final = sql.SQL("SELECT pg_labels.request_approval(%s, %s, %s, %s, %s)")
+_REQUEST_TTL: Final = sql.SQL("SELECT pg_labels.request_approval(%s, %s, %s, %s, %s, %s)")
 _DECIDE: Final = sql.SQL("SELECT pg_labels.decide_approval(%s, %s, %s)")
+_WITHDRAW: Final = sql.SQL("SELECT pg_labels.withdraw_approval(%s, %s)")
 _CARRIED: Final = sql.SQL("SELECT labels FROM pg_labels.runs WHERE id = %s")
 _APPROVAL: Final = sql.SQL(
     "SELECT decision FROM pg_labels.steps "
     "WHERE run_id = %s AND kind = 'approval_decided' AND request_id = %s"
 )
+_REQUEST_COLUMNS: Final = (
+    "status, decision_reason, decided_by, decision_id, decided_at, expires_at, "
+    "extract(epoch FROM expires_at - now())::float8"
+)
+_APPROVAL_STATE: Final = sql.SQL(
+    "SELECT " + _REQUEST_COLUMNS + " FROM pg_labels.approval_requests WHERE id = %s AND run_id = %s"
+)
+_PENDING_REQUEST: Final = sql.SQL(
+    "SELECT id FROM pg_labels.approval_requests WHERE run_id = %s AND tool = %s "
+    "AND args IS NOT DISTINCT FROM %s AND used_by IS NULL ORDER BY id DESC LIMIT 1"
+)
 _RUN: Final = sql.SQL("SELECT id, agent, scope, labels FROM pg_labels.runs WHERE id = %s")
+
+
+class _Wait:
+    """The bound of one wait: the earlier of ``timeout`` seconds from now and the request's
+    ``expires_at`` (as the database's clock tells it, in each row read)."""
+
+    def __init__(self, timeout: float) -> None:
+        self.deadline = time.monotonic() + timeout
+
+    def left(self, row: Sequence[Any] | None) -> float | None:
+        """Seconds still to wait after reading ``row``; ``None`` when the request is
+        answered (or cannot be read)."""
+        if row is None or row[0] != "pending":
+            return None
+        left = self.deadline - time.monotonic()
+        if row[6] is not None:
+            left = min(left, float(row[6]))
+        return left
+
+
+def _approval_decision(
+    request: int, run: uuid.UUID, row: Sequence[Any] | None, waited: bool = False
+) -> ApprovalDecision:
+    if row is None:
+        raise LookupError(
+            f"approval request {request} of run {run} does not exist or cannot be read "
+            "by this role (pg_labels.approval_requests)"
+        )
+    status = str(row[0])
+    if waited and status == "pending":
+        status = "timeout"
+    return ApprovalDecision(request, status, row[1], row[2], row[3], row[4], row[5])
 
 
 @contextmanager

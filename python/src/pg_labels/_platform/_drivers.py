@@ -4,9 +4,11 @@ connection (asyncpg has no twin: this module is written by hand, not generated).
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
+import os
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, suppress
 from typing import Any, TypeAlias
 
 import psycopg
@@ -76,6 +78,63 @@ class AsyncpgExecutor:
             return
         text, _ = self._render(query, rows[0])
         await self.conn.executemany(text, [self._render(query, r)[1] for r in rows])
+
+    async def connect_like(self) -> Any:
+        """A new asyncpg connection with this one's address, user, password, database and
+        SSL setting (asyncpg keeps them on the connection; a connection made otherwise, or a
+        pool's setup, is the ``connect`` callable's to repeat)."""
+        import asyncpg
+
+        addr = self.conn._addr
+        params = self.conn._params
+        if isinstance(addr, str):  # a Unix socket: <directory>/.s.PGSQL.<port>
+            host, port = os.path.dirname(addr), int(addr.rsplit(".", 1)[1])
+        else:
+            host, port = addr[0], int(addr[1])
+        return await asyncpg.connect(
+            host=host,
+            port=port,
+            user=params.user,
+            password=params.password,
+            database=params.database,
+            ssl=params.ssl,
+        )
+
+    async def wait(
+        self,
+        connect: Callable[[], Any] | None,
+        query: sql.Composed | sql.SQL,
+        params: Sequence[object],
+        payload: str,
+        left: Callable[[Sequence[Any] | None], float | None],
+    ) -> Sequence[Any] | None:
+        """:meth:`AsyncPsycopgExecutor.wait` on asyncpg (``add_listener``)."""
+        import asyncpg
+
+        listener = await connect() if connect is not None else await self.connect_like()
+        heard = asyncio.Event()
+
+        def notified(_conn: object, _pid: int, _channel: str, text: str) -> None:
+            if text == payload:
+                heard.set()
+
+        try:
+            if not isinstance(listener, asyncpg.Connection):
+                raise TypeError(
+                    f"connect must return an asyncpg Connection, not {type(listener).__name__}"
+                )
+            await listener.add_listener("pg_labels_approvals", notified)
+            text, values = self._render(query, params)
+            while True:
+                heard.clear()  # a notification that comes while this reads sets it again
+                row: Sequence[Any] | None = await listener.fetchrow(text, *values)
+                seconds = left(row)
+                if seconds is None or seconds <= 0:
+                    return row
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(heard.wait(), seconds)
+        finally:
+            await listener.close(timeout=10)
 
 
 def executor_async(conn: object) -> AsyncPsycopgExecutor | AsyncpgExecutor:

@@ -5,12 +5,13 @@ python/tools/async_to_sync.py."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from typing import Any, Final
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 from psycopg.pq import TransactionStatus
 
 from .._psycopg import register_async
@@ -18,6 +19,7 @@ from .._psycopg import register_async
 _SAVEPOINT: Final = sql.SQL("SAVEPOINT pg_labels_call")
 _RELEASE: Final = sql.SQL("RELEASE SAVEPOINT pg_labels_call")
 _ROLLBACK: Final = sql.SQL("ROLLBACK TO SAVEPOINT pg_labels_call")
+_LISTEN: Final = sql.SQL("LISTEN pg_labels_approvals")
 
 
 @asynccontextmanager
@@ -70,3 +72,45 @@ class AsyncPsycopgExecutor:
     ) -> None:
         async with self.conn.cursor() as cur:
             await cur.executemany(query, rows)
+
+    async def connect_like(self) -> psycopg.AsyncConnection[Any]:
+        """A new connection with this one's parameters (its conninfo and password; a
+        ``SET ROLE`` on this one is not carried), in autocommit mode."""
+        info = self.conn.info
+        conninfo = make_conninfo(info.dsn, password=info.password or None)
+        return await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+
+    async def wait(
+        self,
+        connect: Callable[[], Any] | None,
+        query: sql.Composed | sql.SQL,
+        params: Sequence[object],
+        payload: str,
+        left: Callable[[Sequence[Any] | None], float | None],
+    ) -> Sequence[Any] | None:
+        """Read ``query`` on a connection of its own that listens on pg_labels_approvals:
+        after ``LISTEN`` and after each notification whose payload is ``payload``, until
+        ``left(row)`` says there is no time left (or nothing to wait for). The connection is
+        closed at the end, however it ends."""
+        listener = await connect() if connect is not None else await self.connect_like()
+        try:
+            if not isinstance(listener, psycopg.AsyncConnection):
+                raise TypeError(
+                    f"connect must return a psycopg AsyncConnection, not {type(listener).__name__}"
+                )
+            if not listener.autocommit:
+                await listener.set_autocommit(True)
+            await listener.execute(_LISTEN)
+            while True:
+                # a notification that comes while this reads waits in psycopg's backlog
+                async with listener.cursor() as cur:
+                    await cur.execute(query, params)
+                    row: Sequence[Any] | None = await cur.fetchone()
+                seconds = left(row)
+                if seconds is None or seconds <= 0:
+                    return row
+                async for note in listener.notifies(timeout=seconds):
+                    if note.payload == payload:
+                        break
+        finally:
+            await listener.close()

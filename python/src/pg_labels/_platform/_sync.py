@@ -8,8 +8,9 @@ Docstrings are copied as written: they speak of both forms."""
 
 from __future__ import annotations
 
+import datetime
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from psycopg import sql
@@ -18,15 +19,22 @@ from .._values import LabelSet, Scope
 from ._catalog import _TOOLS_UPSERT, Tool, _catalog
 from ._common import (
     _APPROVAL,
+    _APPROVAL_STATE,
     _CARRIED,
     _DECIDE,
     _GATE,
+    _PENDING_REQUEST,
     _REQUEST,
+    _REQUEST_TTL,
     _RUN,
+    _WITHDRAW,
+    WAIT_TIMEOUT,
+    ApprovalDecision,
     Decision,
     Shared,
     Statement,
     Step,
+    _approval_decision,
     _args,
     _bool,
     _labels,
@@ -39,8 +47,11 @@ from ._common import (
     _share_statements,
     _step,
     _step_statement,
+    _timeout,
     _translate,
+    _ttl,
     _uuid,
+    _Wait,
 )
 from ._drivers import Connection, executor
 
@@ -52,11 +63,20 @@ class Platform:
     :class:`ExtensionMissing` when the database has no pg_labels); :class:`AsyncPlatform`
     takes a psycopg 3 ``AsyncConnection`` or an asyncpg connection, with the same calls
     awaited, and registers the types on it at its first call.
+
+    ``connect`` opens the connection a wait (:meth:`AsyncRun.wait_for_decision`) listens on,
+    one per wait, closed when it ends: a function of no arguments returning a new connection
+    of the same driver (awaited for :class:`AsyncPlatform`). By default it is opened with
+    ``conn``'s parameters (psycopg: its conninfo and password; asyncpg: its address, user,
+    password, database and SSL setting), as the role ``conn`` logged in as.
     """
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, *, connect: Callable[[], Any] | None = None) -> None:
+        if connect is not None and not callable(connect):
+            raise TypeError("connect must be a function that opens a new connection")
         self._exec = executor(conn)
         self.conn = conn
+        self._connect = connect
 
     def _ready(self) -> None:
         self._exec.ready()
@@ -84,6 +104,14 @@ class Platform:
         self._ready()
         with _translate():
             return self._exec.fetchone(query, params)
+
+    def _wait(self, run: uuid.UUID, request: int, timeout: float) -> ApprovalDecision:
+        bound = _Wait(timeout)
+        with _translate():
+            row = self._exec.wait(
+                self._connect, _APPROVAL_STATE, [request, run], str(request), bound.left
+            )
+        return _approval_decision(request, run, row, waited=True)
 
     def open_run(
         self,
@@ -224,19 +252,22 @@ class Run(_RunHandle):
         *,
         labels: LabelSet | str | Iterable[str] | None = None,
         reason: str | None = None,
+        ttl: datetime.timedelta | float | None = None,
     ) -> int:
         """``pg_labels.request_approval``: returns the request's step id, which a person
-        decides with ``decide_approval``."""
-        row = self.platform._one(
-            _REQUEST,
-            [
-                self.id,
-                _name(tool, "tool"),
-                _args(args),
-                _labels(labels),
-                _opt_name(reason, "reason"),
-            ],
-        )
+        decides with ``decide_approval``. ``ttl`` (a ``timedelta`` or seconds) makes the
+        request expire then, undecided (``None``: never)."""
+        params = [
+            self.id,
+            _name(tool, "tool"),
+            _args(args),
+            _labels(labels),
+            _opt_name(reason, "reason"),
+        ]
+        if ttl is None:
+            row = self.platform._one(_REQUEST, params)
+        else:
+            row = self.platform._one(_REQUEST_TTL, [*params, _ttl(ttl)])
         return int(row[0])
 
     def share(
@@ -266,6 +297,45 @@ class Run(_RunHandle):
         request = _request(request)
         row = self.platform._row(_APPROVAL, [self.id, request])
         return None if row is None else str(row[0])
+
+    def approval_status(self, request: int) -> ApprovalDecision:
+        """One of this run's approval requests as ``pg_labels.approval_requests`` reads now
+        (``pending`` while it waits), without waiting; ``LookupError`` when this role cannot
+        read it."""
+        request = _request(request)
+        row = self.platform._row(_APPROVAL_STATE, [request, self.id])
+        return _approval_decision(request, self.id, row)
+
+    def wait_for_decision(
+        self, request: int, timeout: float = WAIT_TIMEOUT
+    ) -> ApprovalDecision:
+        """Wait for a person's decision on one of this run's approval requests, on
+        ``LISTEN pg_labels_approvals`` (no polling): the request is read after ``LISTEN`` (a
+        decision made before is not missed) and again on each notification of its id. Ends
+        at the decision (``granted``, ``denied`` with the approver's reason, ``withdrawn``),
+        at the request's ``expires_at`` (``expired``) or after ``timeout`` seconds
+        (``timeout``), whichever comes first.
+
+        The wait uses a connection of its own (see ``connect`` of the platform), never the
+        run's connection or its transaction: one per wait, closed when the wait ends however
+        it ends (a cancelled task too). ``LookupError`` when the request is not this run's or
+        this role cannot read it."""
+        return self.platform._wait(self.id, _request(request), _timeout(timeout))
+
+    def withdraw_approval(self, request: int, reason: str | None = None) -> int:
+        """``pg_labels.withdraw_approval``: the requester stops waiting for one of its
+        requests (recorded as denied, reason ``withdrawn: ...``); returns the
+        ``approval_decided`` step's id. Only the role that requested it may."""
+        row = self.platform._one(_WITHDRAW, [_request(request), _opt_name(reason, "reason")])
+        return int(row[0])
+
+    def pending_request(self, tool: str, args: object = None) -> int | None:
+        """The newest approval request of this run for this call (tool and arguments, compared
+        as ``jsonb``) that no call used yet, whatever its status; ``None`` when there is none."""
+        row = self.platform._row(
+            _PENDING_REQUEST, [self.id, _name(tool, "tool"), _args(args)]
+        )
+        return None if row is None else int(row[0])
 
     def carried(self) -> LabelSet:
         """What the run carries now (``runs.labels``)."""

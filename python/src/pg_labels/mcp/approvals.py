@@ -20,7 +20,6 @@ from typing import Any
 
 import anyio
 import psycopg
-from psycopg.types.json import Jsonb
 
 from pg_labels import AsyncRun, Guard
 
@@ -62,11 +61,11 @@ class Request:
 
 class HoldingGuard(Guard):
     """The session's guard when the gateway holds asked calls: each ``ask`` records a request
-    of its own that expires when the gateway stops waiting for it (``ttl`` = approval_wait)."""
+    of its own (two identical calls held at once wait for one each; a grant lets one through)
+    that expires when the gateway stops waiting for it (``ttl`` = approval_wait)."""
 
     def __init__(self, run: AsyncRun, wait: float) -> None:
-        super().__init__(run)
-        self.ttl = datetime.timedelta(seconds=wait)
+        super().__init__(run, approval_ttl=datetime.timedelta(seconds=wait))
 
     async def _arequest(
         self, catalog: str, args: object, reason: str | None
@@ -74,13 +73,8 @@ class HoldingGuard(Guard):
         run = self.run
         if not isinstance(run, AsyncRun):  # pragma: no cover - the gateway's runs are async
             return await super()._arequest(catalog, args, reason)
-        cur = await run.platform.conn.execute(
-            "SELECT pg_labels.request_approval(%s, %s, %s, reason => %s, ttl => %s)",
-            [run.id, catalog, None if args is None else Jsonb(args), reason, self.ttl],
-        )
-        row = await cur.fetchone()
-        assert row is not None
-        return int(row[0]), None
+        request = await run.request_approval(catalog, args, reason=reason, ttl=self.approval_ttl)
+        return request, None
 
 
 class ApprovalWaits:
