@@ -87,6 +87,13 @@ def grant_roles(conn: psycopg.Connection[Any]) -> None:
         ).format(ident(CATALOG))
     )
     conn.execute(sql.SQL("GRANT SELECT ON pg_labels.tool_namespaces TO {}").format(ident(CATALOG)))
+    # the held calls read their requests (docs/mcp.md's roles; the view of pg_labels 0.4)
+    if conn.execute("SELECT to_regclass('pg_labels.approval_requests')").fetchone() != (None,):
+        conn.execute(
+            sql.SQL("GRANT SELECT ON pg_labels.approval_requests TO {}, {}").format(
+                ident(PLATFORM), ident(FINANCE)
+            )
+        )
     # the DBA gives the tests' gateway (name mcp-tests) its upstreams' namespaces
     for namespace in NAMESPACES:
         give_namespace(conn, namespace)
@@ -107,7 +114,7 @@ def grant_roles(conn: psycopg.Connection[Any]) -> None:
         )
 
 
-NAMESPACES = ("fs", "everything", "changing", "evil")
+NAMESPACES = ("fs", "everything", "changing", "evil", "counting")
 
 
 def give_namespace(
@@ -217,6 +224,7 @@ def write_config(
     files: Path | None = None,
     everything: str | None = "stdio",
     changing: bool = False,
+    counting: Path | None = None,
     evil: Sequence[str] | None = None,
     evil_name: str = "evil",
     name: str = "mcp-tests",
@@ -227,7 +235,8 @@ def write_config(
     """A gateway.toml: the file system server on ``files`` (stdio), server-everything (stdio,
     or its Streamable HTTP URL), the malicious server (``evil``: its arguments; never trusted),
     per-tool overrides; the reference servers' annotations trusted unless
-    ``trust_annotations`` is false. Returns the path and the agent name."""
+    ``trust_annotations`` is false, the counting server (``counting``: the file it writes each
+    call to). Returns the path and the agent name."""
     agent = agent or f"mcp-test-{uuid.uuid4().hex[:8]}"
     lines = [
         f"name = {toml_value(name)}",
@@ -259,6 +268,14 @@ def write_config(
             "[upstreams.changing]",
             f"command = {toml_value(sys.executable)}",
             f"args = {toml_value([str(Path(__file__).with_name('changing_server.py'))])}",
+            *trust,
+        ]
+    if counting is not None:
+        server = str(Path(__file__).with_name("counting_server.py"))
+        lines += [
+            "[upstreams.counting]",
+            f"command = {toml_value(sys.executable)}",
+            f"args = {toml_value([server, str(counting)])}",
             *trust,
         ]
     if evil is not None:

@@ -330,7 +330,11 @@ async def test_an_upstream_changes_its_tools(tmp_path: Path) -> None:
 
 
 async def test_untrusted_file_refuses_irreversible_calls(tmp_path: Path, files: Path) -> None:
-    config, agent = write_config(tmp_path / "gw.toml", files=files, everything=None)
+    # approval_wait = 0: an asked call is refused at once, with its request's id (the calls
+    # the gateway holds until a person decides: test_approvals.py)
+    config, agent = write_config(
+        tmp_path / "gw.toml", files=files, everything=None, approval_wait=0
+    )
     async with stdio_gateway(gateway_args(config)) as session:
         # a clean run may write
         ok = await session.call_tool(

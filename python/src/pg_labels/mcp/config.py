@@ -76,6 +76,11 @@ class Config:
     max_result_bytes: int = 4_000_000
     max_request_bytes: int = 4_000_000
     sessionless: str = "token"
+    # seconds an asked call is held for a person's decision (0: refused at once, as before)
+    approval_wait: float = 120.0
+    # seconds between progress notifications to a client waiting for a decision
+    approval_progress: float = 10.0
+    max_approval_waits: int = 100
     allowed_hosts: list[str] = field(default_factory=list)
     allowed_origins: list[str] = field(default_factory=list)
     # the bearer tokens of clients (HTTP): SHA-256 (hex) of the token -> the client's name
@@ -89,7 +94,12 @@ _COUNTS = {
     "max_argument_bytes": (1, 1 << 30),
     "max_result_bytes": (1, 1 << 30),
     "max_request_bytes": (1024, 1 << 30),
+    "max_approval_waits": (1, 100_000),
 }
+# the longest an asked call may be held (a day), the shortest time between its progress
+# notifications
+MAX_APPROVAL_WAIT = 86_400.0
+MIN_APPROVAL_PROGRESS = 0.1
 SESSIONLESS = ("token", "refuse", "per_call")
 
 
@@ -116,6 +126,20 @@ def _seconds(value: object, where: str) -> float:
     seconds = float(value)
     if not seconds > 0:
         raise ValueError(f"{where} must be positive")
+    if where == "approval_progress" and not seconds >= MIN_APPROVAL_PROGRESS:
+        raise ValueError(f"approval_progress must be at least {MIN_APPROVAL_PROGRESS:g} seconds")
+    return seconds
+
+
+def _wait(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError("approval_wait must be a number of seconds")
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ValueError("approval_wait must be a number of seconds") from None
+    if not 0 <= seconds <= MAX_APPROVAL_WAIT:
+        raise ValueError(f"approval_wait must be from 0 to {MAX_APPROVAL_WAIT:g} seconds")
     return seconds
 
 
@@ -142,6 +166,7 @@ def load_config(path: str | None, config: Config | None = None) -> Config:
     labels = ["origin:event/mcp-client"]  # what each session's run carries from the start
     call_timeout = 60                   # seconds an upstream has to answer a call
     db_timeout = 10                     # seconds the database has for each statement
+    approval_wait = 120                 # seconds an asked call waits for a person (0: no wait)
     allow_wider_grants = false          # start although the role's grants reach beyond scope
 
     [upstreams.fs]
@@ -167,9 +192,11 @@ def load_config(path: str | None, config: Config | None = None) -> Config:
             setattr(config, key, value)
     if "labels" in data:
         config.labels = _strings(data["labels"], "labels")
-    for key in ("call_timeout", "db_timeout", "session_idle_timeout"):
+    for key in ("call_timeout", "db_timeout", "session_idle_timeout", "approval_progress"):
         if key in data:
             setattr(config, key, _seconds(data[key], key))
+    if "approval_wait" in data:
+        config.approval_wait = _wait(data["approval_wait"])
     for key in _COUNTS:
         if key in data:
             setattr(config, key, _count(data[key], key))
@@ -283,6 +310,16 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         help="seconds an HTTP session (or a sessionless run token) is kept unused (1800)",
     )
+    p.add_argument(
+        "--approval-wait",
+        help="seconds an asked call is held for a person's decision (120; 0: refused at once)",
+    )
+    p.add_argument(
+        "--approval-progress",
+        type=float,
+        help="seconds between progress notifications while a call waits (10)",
+    )
+    p.add_argument("--max-approval-waits", help="calls held for a decision at once (100)")
     p.add_argument("--max-sessions", help="HTTP sessions kept at once (100)")
     p.add_argument("--pool-size", help="database connections the sessions share (10)")
     p.add_argument("--max-argument-bytes", help="a call's arguments, as JSON (1000000)")
@@ -331,10 +368,15 @@ def _settings(argv: Sequence[str] | None) -> tuple[Config, bool, bool, bool]:
     ]
     if labels:
         config.labels = labels
-    for key in ("call_timeout", "db_timeout", "session_idle_timeout"):
+    for key in ("call_timeout", "db_timeout", "session_idle_timeout", "approval_progress"):
         value = getattr(ns, key) or env.get(ENV_PREFIX + key.upper())
         if value:
             setattr(config, key, _seconds(value, key))
+    wait = ns.approval_wait
+    if wait is None:
+        wait = env.get(ENV_PREFIX + "APPROVAL_WAIT")
+    if wait:
+        config.approval_wait = _wait(wait)
     for key in _COUNTS:
         value = getattr(ns, key) or env.get(ENV_PREFIX + key.upper())
         if value:

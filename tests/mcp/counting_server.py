@@ -1,0 +1,53 @@
+"""An MCP server (the official Python SDK's low-level Server, over stdio) whose one tool,
+``note`` (a reversible write by its annotations), appends each call's text and the time it
+started to the file named by its argument: what the held calls' tests count (the upstream ran
+exactly once) and time (bench/approvals_gateway.py has its own)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+
+LOG = sys.argv[1]
+
+NOTE = types.Tool(
+    name="note",
+    description="Appends a note to the log.",
+    input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+    annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+)
+
+
+async def list_tools(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=[NOTE])
+
+
+async def call_tool(
+    ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+) -> types.CallToolResult:
+    started = time.time()
+    text = str((params.arguments or {}).get("text"))
+    with open(LOG, "a") as log:
+        log.write(f"{text}\t{started!r}\n")
+    return types.CallToolResult(content=[types.TextContent(text=f"noted {text}")])
+
+
+server: Server[Any] = Server("counting", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def main() -> None:
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+if __name__ == "__main__":
+    anyio.run(main)
