@@ -284,6 +284,33 @@ async def test_a_dropped_listener_misses_no_decision(tmp_path: Path) -> None:
     assert ran(calls) == ["reconnect"]
 
 
+async def test_a_decision_read_on_a_dropped_connection_is_read_again(tmp_path: Path) -> None:
+    """The gateway's pool connections are cut (a restart, a failover, a terminated backend)
+    while a call waits, and the request is granted: the read the grant wakes fails once, is
+    read again on another connection, and the granted call runs, once (an attacker's pass
+    found it refused and the client told, wrongly, that its request was withdrawn)."""
+    config, agent, calls = held(tmp_path, approval_progress=60.0)
+    async with stdio_gateway(gateway_args(config)) as session:
+        async with calling(session, "counting.note", {"text": "blip"}) as (call, _):
+            [request] = await requested(agent)
+            await anyio.sleep(0.5)  # the held call read its request once and waits
+            async with await db() as admin:
+                cur = await admin.execute(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE usename = %s AND application_name <> %s AND pid <> pg_backend_pid()",
+                    [PLATFORM, LISTENER],
+                )
+                row = await cur.fetchone()
+                assert row is not None and row[0] >= 1
+            await decide(request, True, "ok")
+            with anyio.fail_after(20):
+                await call.done.wait()
+        assert call.result is not None and not call.result.is_error, text(call.result)
+    assert ran(calls) == ["blip"]
+    [(_, status, *_)] = [r for r in await requests_of(agent) if r[0] == request]
+    assert status == "granted"
+
+
 async def test_identical_calls_wait_each_for_its_own_request(tmp_path: Path) -> None:
     """Two identical calls held at once record a request each: granting one runs one call,
     once; the other still waits for its own."""

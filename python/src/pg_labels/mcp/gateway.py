@@ -50,6 +50,15 @@ READ_BURST = 5.0
 READ_RATE = 10.0
 
 
+def _withdrawn(withdrawn: bool | None) -> str:
+    """What became of a request the gateway withdrew (``_withdraw``'s answer), said as it is."""
+    if withdrawn:
+        return "was withdrawn"
+    if withdrawn is False:
+        return "was decided meanwhile, but its decision could not be read"
+    return "could not be withdrawn (it expires undecided when the gateway's wait ends)"
+
+
 class Gateway(CatalogSync, Conversations):
     """The gateway: upstream sessions, the catalog, a run per downstream session."""
 
@@ -367,12 +376,14 @@ class Gateway(CatalogSync, Conversations):
             with self._waits.slot(request) as event:
                 state = await self._decision(ctx, request, event)
         except Busy:
-            await self._withdraw(request, "the gateway holds max_approval_waits calls already")
+            withdrawn = await self._withdraw(
+                request, "the gateway holds max_approval_waits calls already"
+            )
             return _error(
                 f"pg_labels: {asked}, and the gateway holds "
                 f"{self.config.max_approval_waits} calls waiting for a decision already "
-                f"(max_approval_waits): approval request {request} was withdrawn and nothing "
-                "was called. Try again later"
+                f"(max_approval_waits): approval request {request} {_withdrawn(withdrawn)} "
+                "and nothing was called. Try again later"
             )
         except anyio.get_cancelled_exc_class():
             # the client stopped waiting: nobody is asked to decide a call nobody waits for
@@ -380,10 +391,16 @@ class Gateway(CatalogSync, Conversations):
                 await self._withdraw(request, "the client cancelled the call")
             raise
         if isinstance(state, str):
-            await self._withdraw(request, "the gateway could not wait for the decision")
+            withdrawn = await self._withdraw(request, "the gateway could not wait for the decision")
+            if withdrawn is False:
+                # decided first: the decision is the answer, if it can be read now
+                again = await self._read(request)
+                if not isinstance(again, str) and again.status != "pending":
+                    state = again
+        if isinstance(state, str):
             return _error(
-                f"pg_labels: {asked}; {state}, so approval request {request} was withdrawn "
-                "and the call was not forwarded"
+                f"pg_labels: {asked}; {state}, so approval request {request} "
+                f"{_withdrawn(withdrawn)} and the call was not forwarded"
             )
         if state.status == "granted":
             return await self._granted(session, verdict, route, args)
@@ -424,6 +441,7 @@ class Gateway(CatalogSync, Conversations):
         # anyone may NOTIFY the channel: a flood of a waiting request's id reads it at most
         # READ_RATE times a second (after a burst of READ_BURST), not once per notification
         tokens, refilled = READ_BURST, start
+        failures = 0
         while True:
             now = time.monotonic()
             tokens = min(READ_BURST, tokens + (now - refilled) * READ_RATE)
@@ -434,7 +452,16 @@ class Gateway(CatalogSync, Conversations):
             tokens -= 1
             event.clear()
             state = await self._read(request)
-            if isinstance(state, str) or state.status != "pending":
+            if isinstance(state, str):
+                # a read that failed (its connection dropped: a restart, a failover, a
+                # terminated backend) is tried again on another, until the wait ends
+                failures += 1
+                if time.monotonic() >= hard:
+                    return state
+                await anyio.sleep(min(0.1 * 2 ** (failures - 1), 2.0))
+                continue
+            failures = 0
+            if state.status != "pending":
                 return state
             now = time.monotonic()
             if now >= hard:
@@ -454,6 +481,7 @@ class Gateway(CatalogSync, Conversations):
                 await event.wait()
 
     async def _read(self, request: int) -> Request | str:
+        """The request as the sessions' role reads it now, or why it could not be read."""
         try:
             async with self._pool.platform() as platform:
                 with anyio.fail_after(self.config.db_timeout):
