@@ -159,6 +159,8 @@ pub(super) struct Step<'a> {
     pub(super) tool: Option<&'a str>,
     /// The step's own labels, as written.
     pub(super) labels: LabelSet<'a>,
+    /// An approval request's expiry, as written.
+    pub(super) expires_at: Option<i64>,
     pub(super) namespace: Oid,
     pub(super) owner: Oid,
 }
@@ -241,15 +243,16 @@ pub(super) fn step<'a>(
             return Err(refuse_given("steps", "run_scope", "its run's scope"));
         }
     }
-    let actor = actor(trigger, &row, &c, kind)?;
+    // (read once: the last column of a row with NULLs before it is found by walking them)
+    let expires_at = match c.expires_at {
+        Some(col) => row.get::<Timestamp>(col)?.map(|t| t.0),
+        None => None,
+    };
+    let actor = actor(trigger, &row, &c, kind, expires_at.is_some())?;
     // a request's expiry: finite, and within a century of the request (a request that never
     // expires has none)
-    if let Some(col) = c.expires_at {
-        if let Some(at) = row.get::<Timestamp>(col)? {
-            if !step::expiry_in_range(now.0, at.0) {
-                return Err(refusal::expiry_out_of_range().into());
-            }
-        }
+    if expires_at.is_some_and(|at| !step::expiry_in_range(now.0, at)) {
+        return Err(refusal::expiry_out_of_range().into());
     }
     let tool = row.get::<&str>(c.tool)?;
     let labels = row.must::<LabelSet<'_>>(c.labels, "steps")?;
@@ -263,6 +266,7 @@ pub(super) fn step<'a>(
         actor,
         tool,
         labels,
+        expires_at,
         namespace: trigger.namespace(),
         owner: trigger.owner(),
         row,
@@ -271,7 +275,13 @@ pub(super) fn step<'a>(
 
 /// Who writes the step, and the step's shape. An approval decision is written by
 /// pg_labels.decide_approval() on behalf of the person deciding, and only by it.
-fn actor(trigger: &Trigger<'_>, row: &Tuple<'_>, c: &Cols, kind: Kind) -> Result<String> {
+fn actor(
+    trigger: &Trigger<'_>,
+    row: &Tuple<'_>,
+    c: &Cols,
+    kind: Kind,
+    expires: bool,
+) -> Result<String> {
     let writer = current_user_name();
     if kind == Kind::ApprovalDecided {
         let request = row.get::<i64>(c.request)?;
@@ -295,8 +305,9 @@ fn actor(trigger: &Trigger<'_>, row: &Tuple<'_>, c: &Cols, kind: Kind) -> Result
             "the role that wrote the step",
         ));
     }
-    step::check(kind, |col| {
-        c.of_column(col).is_some_and(|i| row.datum(i).is_some())
+    step::check(kind, |col| match col {
+        Column::ExpiresAt => expires,
+        _ => c.of_column(col).is_some_and(|i| row.datum(i).is_some()),
     })
     .map_err(|e| {
         if e.fill == step::Fill::Required && e.column == Column::ArtifactId {

@@ -238,10 +238,7 @@ fn link(
         created_at: now.0,
         scope: &scope,
         labels_after,
-        expires_at: match c.expires_at {
-            Some(col) => row.get::<Timestamp>(col)?.map(|t| t.0),
-            None => None,
-        },
+        expires_at: step.expires_at,
     });
     let hash = chain::link(&state.head, &leaf);
     let slot = c.slot.map(|_| step::trail_slot(now.0));
