@@ -23,6 +23,7 @@ pub extern "C-unwind" fn _PG_init() {
     pg::error::init_panic_location();
     access::session::init();
     platform::state::init();
+    platform::approvals::init();
     platform::refused::init();
 }
 

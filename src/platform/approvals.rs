@@ -78,9 +78,21 @@ static DECIDE: SavedPlan = SavedPlan::new(
 /// never turns out decided.
 static DECIDED: BackendLocal<Vec<(i64, i64, SubTransactionId)>> = BackendLocal::new(Vec::new());
 
+/// Called from `_PG_init`: the decisions on expiring requests checked before each commit,
+/// forgotten at each transaction's end and with a subtransaction rolled back.
+pub fn init() {
+    crate::pg::xact::before_commit(before_commit);
+    crate::pg::xact::on_end(|_| end_of_transaction());
+    crate::pg::xact::on_subtransaction_end(|end, my, _| {
+        if end == crate::pg::xact::SubEnd::Abort {
+            subtransaction_aborted(my);
+        }
+    });
+}
+
 /// Before the transaction commits: is every decision it wrote still before its request's
 /// expiry?
-pub fn before_commit() -> Result<()> {
+fn before_commit() -> Result<()> {
     // (most transactions decide nothing: no clock for them)
     if DECIDED.with(|d| d.is_empty()) {
         return Ok(());
@@ -97,12 +109,12 @@ pub fn before_commit() -> Result<()> {
 }
 
 /// The transaction ended: its decisions are written or gone.
-pub fn end_of_transaction() {
+fn end_of_transaction() {
     DECIDED.with(|d| d.clear());
 }
 
 /// A subtransaction rolled back: the decisions it (or one inside it) wrote are gone.
-pub fn subtransaction_aborted(sub: SubTransactionId) {
+fn subtransaction_aborted(sub: SubTransactionId) {
     DECIDED.with(|d| d.retain(|(_, _, s)| *s < sub));
 }
 

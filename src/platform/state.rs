@@ -22,22 +22,19 @@ pub static PURGING: Scoped<()> = Scoped::new();
 fn transaction_end(end: End) {
     let all: [&dyn Lower; 4] = [&DECIDING, &AUTHORIZING, &REVOKING, &PURGING];
     end_of_transaction(&all);
-    crate::platform::approvals::end_of_transaction();
     crate::platform::run_lock::end_of_transaction(end == End::Commit);
     crate::platform::grants::end_of_transaction();
 }
 
-fn subtransaction_end(end: SubEnd, my: SubTransactionId, _parent: SubTransactionId) {
+fn subtransaction_end(end: SubEnd, _my: SubTransactionId, _parent: SubTransactionId) {
     // the steps and row locks of the subtransaction are gone
     if end == SubEnd::Abort {
         crate::platform::run_lock::forget_runs();
-        crate::platform::approvals::subtransaction_aborted(my);
     }
 }
 
 /// Called from `_PG_init`.
 pub fn init() {
-    crate::pg::xact::before_commit(crate::platform::approvals::before_commit);
     crate::pg::xact::on_end(transaction_end);
     crate::pg::xact::on_subtransaction_end(subtransaction_end);
 }
