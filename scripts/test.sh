@@ -29,7 +29,7 @@ core        | -       | -      | unit and property tests (and the offline proof 
 structure   | -       | -      | layers and module graph (every tests/structure/*.py), cargo fmt --check | suite_structure
 pgtest      | -       | matrix | the #[pg_test]s, in a cluster of cargo pgrx test                     | suite_pgtest
 types       | cluster | matrix | the types: scope, label sets, their GIN index, robustness, the catalog | regress: scope labelset labelset_gin robustness catalog
-platform    | cluster | matrix | the trail: seals, refused writes, approvals, write paths, the chain   | regress: trail sealed refused_writes approvals write_paths bulk search_path listeners chain chain_pages
+platform    | cluster | matrix | the trail: seals, refused writes, approvals, write paths, the chain   | regress: trail sealed refused_writes approvals write_paths bulk bulk_random search_path listeners chain chain_pages
 sharing     | cluster | matrix | context shared by reference, crossings                               | regress: sharing
 publication | cluster | matrix | the publication check of agent versions                              | regress: publication
 rls         | cluster | matrix | row-level security by scope, the analysts' three queries, provenance | regress: rls analyst_queries provenance citus_functions
