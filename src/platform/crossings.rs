@@ -140,7 +140,7 @@ fn crossings_guard(call: &Call<'_>) -> Result<Datum> {
     // authorizer claimed, kept apart; the record is read in * only
     crate::platform::refused::about(|a| {
         if trigger.op() != Op::Insert {
-            a.kind = format!("{} of a crossing", trigger.op().verb());
+            a.kind = format!("{} of a crossing", trigger.op().verb()).into();
         }
     });
     let text = |c: i32| {

@@ -230,7 +230,7 @@ fn append_only(call: &Call<'_>) -> Result<Datum> {
     };
     let table = trigger.table();
     let op = trigger.op();
-    crate::platform::refused::about(|a| a.kind = format!("{} of {table}", op.verb()));
+    crate::platform::refused::about(|a| a.kind = format!("{} of {table}", op.verb()).into());
     if table == "agent_versions" {
         return Err(refusal::version_sealed(
             format!(

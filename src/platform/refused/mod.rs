@@ -55,7 +55,7 @@ pub const BUDGET: u32 = 200;
 pub struct About {
     /// What was refused: a step's kind, or `run`, `share`, `artifact`, `crossing`,
     /// `agent_version`, `approval`, or `update`/`delete`/`truncate` of a table.
-    pub kind: String,
+    pub kind: std::borrow::Cow<'static, str>,
     pub run: Option<Uuid>,
     pub run_scope: Option<Vec<u8>>,
     pub tool: Option<String>,
@@ -88,10 +88,10 @@ static ABOUT: BackendLocal<Vec<About>> = BackendLocal::new(Vec::new());
 
 /// Run a trigger's (or an owner-writing function's) body, and record its refusal if it
 /// refuses: see the module.
-pub fn guarded(kind: &str, body: impl FnOnce() -> Result<Datum>) -> Result<Datum> {
+pub fn guarded(kind: &'static str, body: impl FnOnce() -> Result<Datum>) -> Result<Datum> {
     ABOUT.with(|a| {
         a.push(About {
-            kind: kind.to_string(),
+            kind: kind.into(),
             ..About::default()
         })
     });

@@ -24,7 +24,7 @@ impl Key {
             actor: crate::pg::role::acting_for(),
             session: crate::pg::backend::session_user(),
             run: about.run.as_ref().map(|u| u.0),
-            kind: about.kind.clone(),
+            kind: about.kind.to_string(),
             tool: about.tool.clone(),
             rule: d.constraint.clone(),
             sqlstate: d.sqlstate,

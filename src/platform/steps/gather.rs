@@ -5,6 +5,7 @@ use super::release_0_1_0;
 use crate::pg::columns::{col, Columns};
 use crate::pg::datum::{Bytea, Jsonb, Timestamp, Uuid};
 use crate::pg::error::{Error, Result};
+use crate::pg::local::BackendLocal;
 use crate::pg::role::{as_owner, current_user_name};
 use crate::pg::spi::{with_spi, SavedPlan};
 use crate::pg::sys::{Datum, Oid};
@@ -56,6 +57,7 @@ static RUN_SCOPE: Columns<1> = Columns::new([col::<ScopeBuf>(c"run_scope")]);
 static EXPIRES: Columns<1> = Columns::new([col::<Timestamp>(c"expires_at")]);
 
 /// The columns of a step, by name.
+#[derive(Clone, Copy)]
 pub(super) struct Cols {
     pub(super) id: i32,
     pub(super) run: i32,
@@ -87,8 +89,27 @@ pub(super) struct Cols {
     pub(super) expires_at: Option<i32>,
 }
 
+/// The columns of the last relation resolved, and the count of invalidations they were resolved
+/// at ([`crate::pg::inval`]: a column dropped, added or renamed is a relation's invalidation).
+/// Every row of a statement, and every statement until the table changes, reads them here
+/// instead of checking seven lists of names again.
+static RESOLVED: BackendLocal<Option<(Oid, u64, Cols)>> = BackendLocal::new(None);
+
 impl Cols {
     fn of(row: &Tuple<'_>) -> Result<Cols> {
+        let generation = crate::pg::inval::generation();
+        let relid = row.relid();
+        if let Some((r, g, c)) = RESOLVED.get() {
+            if r == relid && g == generation {
+                return Ok(c);
+            }
+        }
+        let c = Cols::resolve(row)?;
+        RESOLVED.set(Some((relid, generation, c)));
+        Ok(c)
+    }
+
+    fn resolve(row: &Tuple<'_>) -> Result<Cols> {
         let [id, run, kind, tool, labels, args, decision, rule, reason, request, actor, origin_run, artifact, digest, share, crossings, created_at] =
             COLUMNS.of(row)?;
         let slot = SLOT.of(row).ok().map(|[s]| s);
@@ -190,7 +211,7 @@ pub(super) fn step<'a>(
     };
     // what a refusal's record names (platform::refused)
     refused::about(|a| {
-        a.kind = kind.name().to_string();
+        a.kind = kind.name().into();
         a.run = Some(run_id);
         a.tool = row.get::<String>(c.tool).ok().flatten();
     });

@@ -213,7 +213,7 @@ fn link(
     } else {
         Some(crossings_used.to_vec())
     };
-    let scope = pg_labels_core::scope::to_text(&run.scope);
+    let scope = scope_text(&run.scope);
     let labels_after = chain::labels_next(&state.head, own_set);
     let leaf = chain::leaf(&chain::StepContent {
         id,
@@ -267,6 +267,21 @@ fn link(
     changes.push((c_prev, Some(bytea_datum(&state.head)?)));
     changes.push((c_hash, Some(bytea_datum(&hash)?)));
     Ok(true)
+}
+
+/// The text of a run's scope, as the chain hashes it: kept for the last scope seen, which every
+/// step of a statement over one company's runs shares.
+fn scope_text(scope: &[u8]) -> std::rc::Rc<str> {
+    static LAST: crate::pg::local::BackendLocal<Option<(Vec<u8>, std::rc::Rc<str>)>> =
+        crate::pg::local::BackendLocal::new(None);
+    LAST.with(|last| match last {
+        Some((bytes, text)) if bytes.as_slice() == scope => text.clone(),
+        _ => {
+            let text: std::rc::Rc<str> = pg_labels_core::scope::to_text(scope).into();
+            *last = Some((scope.to_vec(), text.clone()));
+            text
+        }
+    })
 }
 
 /// The time of the run's last step in a partition of the ring (with the latest snapshot: under
