@@ -22,7 +22,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from pg_labels_console.notify import Limits, encode, message, retry_after
+from pg_labels_console.approval_message import Limits, encode, message
+from pg_labels_console.webhook import retry_after
 
 from conftest import ADMIN_DSN, DB_URL, PASSWORDS, admin
 
@@ -332,7 +333,6 @@ def test_escaped_values_stay_within_slack_s_limits() -> None:
     # cut between escapes, never inside one (in what Slack parses: plain_text is not)
     cut = json.dumps([body["text"], *mrkdwn_of(body["blocks"])], ensure_ascii=False)
     assert "…" in cut and not re.search(r"&(a|am|l|g|lt|gt|amp)?…", cut)
-
 
 
 def test_the_body_is_bounded_and_hostile_values_stay_text() -> None:
