@@ -800,3 +800,13 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'pgl_withdraw_approval' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION pg_labels.withdraw_approval(bigint, text) IS
     'The requester withdraws its own undecided approval request (it stopped waiting): records it denied, with the requester as the decider';
+
+-- The approver's queue (issue 50) lists the requests no decision answers without reading the
+-- state of every request ever made: the approval requests by id, and the steps that answer or
+-- use a request by request, run and id, each with what row-level security reads (the queue
+-- reads both indexes alone). Each index is built on every partition of the ring.
+DROP INDEX pg_labels.steps_request_idx;
+CREATE INDEX steps_request_idx ON pg_labels.steps (request_id, run_id, id)
+    INCLUDE (kind, created_at, carried_scope, run_scope) WHERE request_id IS NOT NULL;
+CREATE INDEX steps_approval_requested_idx ON pg_labels.steps (id)
+    INCLUDE (run_id, expires_at, carried_scope, run_scope) WHERE kind = 'approval_requested';

@@ -150,6 +150,22 @@ REQUEST_COLUMNS = """q.id, q.run_id, q.run_scope::text AS run_scope, q.agent, q.
                      q.decision_reason, q.decision_id, q.used_by"""
 
 
+# The requests no decision answers yet, as the caller reads them: the approval_requested steps
+# (steps_approval_requested_idx) with no approval_decided step of theirs (steps_request_idx),
+# both read from the indexes alone, and none whose expires_at has passed. Every request the
+# view calls pending is among them (status also reads the clock, which only moves on): the
+# queue reads the view's rows of these ids only, instead of the state of every request ever
+# made (a trail of 10 M steps: one look at each request's index entry, not two searches in
+# each of the ring's partitions per request). Row-level security reads the same rows here as
+# in the view.
+UNDECIDED_IDS = """ARRAY(SELECT s.id FROM pg_labels.steps s
+                          WHERE s.kind = 'approval_requested'
+                            AND (s.expires_at IS NULL OR s.expires_at > pg_catalog.now())
+                            AND NOT EXISTS (SELECT FROM pg_labels.steps d
+                                             WHERE d.request_id = s.id AND d.run_id = s.run_id
+                                               AND d.kind = 'approval_decided'))"""
+
+
 def pending_requests(conn: Conn, limit: int = 100) -> list[Row]:
     """Pending requests (pg_labels.approval_requests: not decided, withdrawn or expired),
     oldest first, with the tool's effect and the run's labels."""
@@ -159,7 +175,7 @@ def pending_requests(conn: Conn, limit: int = 100) -> list[Row]:
             FROM pg_labels.approval_requests q
             LEFT JOIN pg_labels.runs r ON r.id = q.run_id
             LEFT JOIN pg_labels.tools t ON t.name = q.tool
-            WHERE q.status = 'pending'
+            WHERE q.status = 'pending' AND q.id = ANY ({UNDECIDED_IDS})
             ORDER BY q.id LIMIT %s""",
         [limit],
     ).fetchall()
@@ -205,14 +221,32 @@ def run_requests(conn: Conn, run_id: uuid.UUID) -> dict[int, Row]:
     return {int(r["id"]): r for r in rows}
 
 
+# The latest requests no longer pending, as the view orders them (the time of the first
+# decision, or of the expiry), from the indexes alone: each request the caller reads whose run
+# it reads, with its first decision (steps_request_idx: request, run, id) or past its
+# expires_at. The view's rows are read for these ids only.
+CLOSED_IDS = """ARRAY(SELECT s.id FROM pg_labels.steps s
+                        JOIN pg_labels.runs r ON r.id = s.run_id
+                        LEFT JOIN (SELECT DISTINCT ON (d.request_id, d.run_id)
+                                          d.request_id, d.run_id, d.created_at
+                                     FROM pg_labels.steps d
+                                    WHERE d.kind = 'approval_decided' AND d.request_id IS NOT NULL
+                                    ORDER BY d.request_id, d.run_id, d.id) d
+                               ON d.request_id = s.id AND d.run_id = s.run_id
+                       WHERE s.kind = 'approval_requested'
+                         AND (d.request_id IS NOT NULL
+                              OR s.expires_at <= pg_catalog.clock_timestamp())
+                       ORDER BY coalesce(d.created_at, s.expires_at) DESC, s.id DESC LIMIT %s)"""
+
+
 def closed_requests(conn: Conn, limit: int = 20) -> list[Row]:
     """The latest requests that are no longer pending: granted, denied, withdrawn or expired."""
     return conn.execute(
         f"""SELECT {REQUEST_COLUMNS}, coalesce(q.decided_at, q.expires_at) AS closed_at
             FROM pg_labels.approval_requests q
-            WHERE q.status <> 'pending'
+            WHERE q.status <> 'pending' AND q.id = ANY ({CLOSED_IDS})
             ORDER BY coalesce(q.decided_at, q.expires_at) DESC, q.id DESC LIMIT %s""",
-        [limit],
+        [limit, limit],
     ).fetchall()
 
 
