@@ -802,11 +802,10 @@ COMMENT ON FUNCTION pg_labels.withdraw_approval(bigint, text) IS
     'The requester withdraws its own undecided approval request (it stopped waiting): records it denied, with the requester as the decider';
 
 -- The approver's queue (issue 50) lists the requests no decision answers without reading the
--- state of every request ever made: the approval requests by id, and the steps that answer or
--- use a request by request, run and id, each with what row-level security reads (the queue
--- reads both indexes alone). Each index is built on every partition of the ring.
+-- state of every request ever made: steps_request_idx holds the approval requests too, and what
+-- row-level security and the queue read of each entry (the queue reads this index alone). Built
+-- on every partition of the ring.
 DROP INDEX pg_labels.steps_request_idx;
-CREATE INDEX steps_request_idx ON pg_labels.steps (request_id, run_id, id)
-    INCLUDE (kind, created_at, carried_scope, run_scope) WHERE request_id IS NOT NULL;
-CREATE INDEX steps_approval_requested_idx ON pg_labels.steps (id)
-    INCLUDE (run_id, expires_at, carried_scope, run_scope) WHERE kind = 'approval_requested';
+CREATE INDEX steps_request_idx ON pg_labels.steps (request_id, id)
+    INCLUDE (kind, run_id, created_at, expires_at, carried_scope, run_scope)
+    WHERE request_id IS NOT NULL OR kind = 'approval_requested';

@@ -304,15 +304,14 @@ CREATE INDEX steps_created_at_idx ON pg_labels.steps (created_at);
 CREATE INDEX steps_run_idx ON pg_labels.steps (run_id, id);
 CREATE INDEX steps_labels_idx ON pg_labels.steps USING gin (labels);
 CREATE INDEX steps_artifact_idx ON pg_labels.steps (artifact_id) WHERE artifact_id IS NOT NULL;
--- the steps that answer a request (approval_decided) or use its approval (tool_called), by
--- request, run and id, with what row-level security and the approver's queue read of them: the
--- queue finds the requests no decision answers from this index and the next alone (issue 50)
-CREATE INDEX steps_request_idx ON pg_labels.steps (request_id, run_id, id)
-    INCLUDE (kind, created_at, carried_scope, run_scope) WHERE request_id IS NOT NULL;
--- the approval requests, in id order (the approver's queue: the oldest first). Partial: a step
--- of another kind costs an insert one comparison of its kind, and no entry
-CREATE INDEX steps_approval_requested_idx ON pg_labels.steps (id)
-    INCLUDE (run_id, expires_at, carried_scope, run_scope) WHERE kind = 'approval_requested';
+-- the approval requests and the steps that answer a request (approval_decided) or use its
+-- approval (tool_called), by request (a request has none: the requests come last, by id) and id, with
+-- what row-level security and the approver's queue read of them: the queue finds the requests
+-- no decision answers in this index alone (issue 50). Partial: any other step costs an insert
+-- this test and no entry; an entry is bounded (two scopes of at most 1 kB each, the rest fixed)
+CREATE INDEX steps_request_idx ON pg_labels.steps (request_id, id)
+    INCLUDE (kind, run_id, created_at, expires_at, carried_scope, run_scope)
+    WHERE request_id IS NOT NULL OR kind = 'approval_requested';
 CREATE INDEX steps_context_read_idx ON pg_labels.steps (run_id) WHERE kind = 'context_read';
 -- refusals by time: gate decisions that blocked or asked (the partition key is the ring slot,
 -- so time is served by indexes). Not with the labels the steps' policy reads: a labelset has
