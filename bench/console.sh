@@ -28,8 +28,9 @@
 # made, of one run in two a month after, the others never. Then an approver decides every
 # request (decide_approval(): granted or denied) except ten spread over the trail (the first
 # among them), which stay pending, and the expired ones; the platform withdraws one request in
-# 97 before that (withdraw_approval()). The reader is an analyst of acme who signs in with its
-# password, as a person would. Not a test: it prints figures.
+# 97 before that (withdraw_approval()); then VACUUM (ANALYZE), as autovacuum leaves an
+# append-only trail. The reader is an analyst of acme who signs in with its password, as a
+# person would. Not a test: it prints figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
