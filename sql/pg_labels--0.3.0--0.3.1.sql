@@ -800,3 +800,12 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'pgl_withdraw_approval' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION pg_labels.withdraw_approval(bigint, text) IS
     'The requester withdraws its own undecided approval request (it stopped waiting): records it denied, with the requester as the decider';
+
+-- The approver's queue (issue 50) lists the requests no decision answers without reading the
+-- state of every request ever made: steps_request_idx holds the approval requests too, and what
+-- row-level security and the queue read of each entry (the queue reads this index alone). Built
+-- on every partition of the ring.
+DROP INDEX pg_labels.steps_request_idx;
+CREATE INDEX steps_request_idx ON pg_labels.steps (request_id, id)
+    INCLUDE (kind, run_id, created_at, expires_at, carried_scope, run_scope)
+    WHERE request_id IS NOT NULL OR kind = 'approval_requested';

@@ -304,7 +304,15 @@ CREATE INDEX steps_created_at_idx ON pg_labels.steps (created_at);
 CREATE INDEX steps_run_idx ON pg_labels.steps (run_id, id);
 CREATE INDEX steps_labels_idx ON pg_labels.steps USING gin (labels);
 CREATE INDEX steps_artifact_idx ON pg_labels.steps (artifact_id) WHERE artifact_id IS NOT NULL;
-CREATE INDEX steps_request_idx ON pg_labels.steps (request_id) WHERE request_id IS NOT NULL;
+-- the approval requests and the steps that answer a request (approval_decided) or use its
+-- approval (tool_called), by request (a request has none: the requests come last, by id) and
+-- id, with what row-level security and the approver's queue read of them: the queue finds the
+-- requests no decision answers in this index alone (issue 50). Partial: any other step costs an
+-- insert this test and no entry; an entry is bounded (two scopes of at most 1 kB each, the rest
+-- fixed size)
+CREATE INDEX steps_request_idx ON pg_labels.steps (request_id, id)
+    INCLUDE (kind, run_id, created_at, expires_at, carried_scope, run_scope)
+    WHERE request_id IS NOT NULL OR kind = 'approval_requested';
 CREATE INDEX steps_context_read_idx ON pg_labels.steps (run_id) WHERE kind = 'context_read';
 -- refusals by time: gate decisions that blocked or asked (the partition key is the ring slot,
 -- so time is served by indexes). Not with the labels the steps' policy reads: a labelset has

@@ -9,9 +9,11 @@ from collections.abc import Iterator
 from html.parser import HTMLParser
 from typing import Any
 
+import psycopg
 import pytest
 from starlette.testclient import TestClient
 
+from pg_labels_console import db
 from pg_labels_console.app import SIGN_IN_FAILED, create_app
 
 from conftest import DB_URL, PASSWORDS, admin, csrf_of
@@ -471,3 +473,43 @@ def test_a_link_to_a_request_leads_through_sign_in_and_scope(ids: dict[str, Any]
             },
         )
         assert r.headers["location"] == "/scope"
+
+
+# -- the queue reads its requests from the indexes (issue 50) ---------------------------------
+
+_PLAIN_PENDING = f"""SELECT {db.REQUEST_COLUMNS} FROM pg_labels.approval_requests q
+                     WHERE q.status = 'pending' ORDER BY q.id LIMIT %s"""
+_PLAIN_CLOSED = f"""SELECT {db.REQUEST_COLUMNS}, coalesce(q.decided_at, q.expires_at) AS closed_at
+                    FROM pg_labels.approval_requests q WHERE q.status <> 'pending'
+                    ORDER BY coalesce(q.decided_at, q.expires_at) DESC, q.id DESC LIMIT %s"""
+
+
+def test_the_queue_lists_what_the_view_says() -> None:
+    # what the queue and its list of decisions show (their ids found from the indexes alone) is
+    # row for row what pg_labels.approval_requests says, for every person, in every scope they
+    # may enter, whatever the length asked
+    seen = {"pending": 0, "closed": 0}
+    for role in ("console_ana", "console_apo", "console_self", "console_gina"):
+        conn = db.connect(DB_URL, role, PASSWORDS[role])
+        try:
+            for scope in db.list_scopes(conn):
+                for limit in (1, 2, 3, 100):
+                    try:
+                        with conn.transaction():
+                            db.enter(conn, scope)
+                            plain = conn.execute(_PLAIN_PENDING, [limit]).fetchall()
+                            queue = db.pending_requests(conn, limit)
+                            plain_closed = conn.execute(_PLAIN_CLOSED, [limit]).fetchall()
+                            closed = db.closed_requests(conn, limit)
+                    except psycopg.errors.InsufficientPrivilege:
+                        break  # a scope the role may not enter
+                    if plain:
+                        assert [{k: r[k] for k in plain[0]} for r in queue] == plain, (role, scope)
+                    else:
+                        assert queue == [], (role, scope, limit)
+                    assert closed == plain_closed, (role, scope, limit)
+                    seen["pending"] += len(plain)
+                    seen["closed"] += len(plain_closed)
+        finally:
+            conn.close()
+    assert seen["pending"] and seen["closed"], seen

@@ -150,6 +150,23 @@ REQUEST_COLUMNS = """q.id, q.run_id, q.run_scope::text AS run_scope, q.agent, q.
                      q.decision_reason, q.decision_id, q.used_by"""
 
 
+# The requests no decision answers yet, as the caller reads them, from steps_request_idx alone
+# (issue 50): the approval requests (an approval_requested step has no request_id: the trigger
+# refuses one) but for those whose expires_at has passed, less the (request, run) of every
+# approval_decided step. Every request the view calls pending is among them (its status also
+# reads the clock, which only moves on): the queue reads the view's rows of these ids only,
+# instead of the state of every request ever made, two searches in each partition of the ring
+# per request. A set difference: no plan can make it a search per request. Row-level security
+# reads the same rows here as in the view.
+UNDECIDED_IDS = """ARRAY(SELECT u.id FROM (
+                       SELECT s.id, s.run_id FROM pg_labels.steps s
+                        WHERE s.kind = 'approval_requested' AND s.request_id IS NULL
+                          AND (s.expires_at IS NULL OR s.expires_at > pg_catalog.now())
+                       EXCEPT
+                       SELECT d.request_id, d.run_id FROM pg_labels.steps d
+                        WHERE d.kind = 'approval_decided' AND d.request_id IS NOT NULL) u)"""
+
+
 def pending_requests(conn: Conn, limit: int = 100) -> list[Row]:
     """Pending requests (pg_labels.approval_requests: not decided, withdrawn or expired),
     oldest first, with the tool's effect and the run's labels."""
@@ -159,7 +176,7 @@ def pending_requests(conn: Conn, limit: int = 100) -> list[Row]:
             FROM pg_labels.approval_requests q
             LEFT JOIN pg_labels.runs r ON r.id = q.run_id
             LEFT JOIN pg_labels.tools t ON t.name = q.tool
-            WHERE q.status = 'pending'
+            WHERE q.status = 'pending' AND q.id = ANY ({UNDECIDED_IDS})
             ORDER BY q.id LIMIT %s""",
         [limit],
     ).fetchall()
@@ -205,14 +222,34 @@ def run_requests(conn: Conn, run_id: uuid.UUID) -> dict[int, Row]:
     return {int(r["id"]): r for r in rows}
 
 
+# The latest requests no longer pending, as the view finds and orders them, from
+# steps_request_idx alone: each request with the steps that answer it in its run (grouped by
+# the request's id and run), its first decision's time, or its expiry once past; of the runs the
+# caller reads. The view's rows are read for these ids only.
+CLOSED_IDS = """ARRAY(SELECT g.id FROM (
+                     SELECT coalesce(x.request_id, x.id) AS id, x.run_id,
+                            bool_or(x.request_id IS NULL) AS asked,
+                            max(x.expires_at) FILTER (WHERE x.request_id IS NULL) AS expires_at,
+                            (pg_catalog.array_agg(x.created_at ORDER BY x.id)
+                                 FILTER (WHERE x.request_id IS NOT NULL))[1] AS decided_at
+                       FROM pg_labels.steps x
+                      WHERE (x.kind = 'approval_requested' AND x.request_id IS NULL)
+                         OR (x.kind = 'approval_decided' AND x.request_id IS NOT NULL)
+                      GROUP BY 1, 2) g
+                  WHERE g.asked
+                    AND (g.decided_at IS NOT NULL OR g.expires_at <= pg_catalog.clock_timestamp())
+                    AND EXISTS (SELECT FROM pg_labels.runs r WHERE r.id = g.run_id)
+                  ORDER BY coalesce(g.decided_at, g.expires_at) DESC, g.id DESC LIMIT %s)"""
+
+
 def closed_requests(conn: Conn, limit: int = 20) -> list[Row]:
     """The latest requests that are no longer pending: granted, denied, withdrawn or expired."""
     return conn.execute(
         f"""SELECT {REQUEST_COLUMNS}, coalesce(q.decided_at, q.expires_at) AS closed_at
             FROM pg_labels.approval_requests q
-            WHERE q.status <> 'pending'
+            WHERE q.status <> 'pending' AND q.id = ANY ({CLOSED_IDS})
             ORDER BY coalesce(q.decided_at, q.expires_at) DESC, q.id DESC LIMIT %s""",
-        [limit],
+        [limit, limit],
     ).fetchall()
 
 

@@ -96,7 +96,8 @@ class Notifier:
                     if request_id is None:
                         rows = conn.execute(
                             f"""SELECT {db.REQUEST_COLUMNS} FROM pg_labels.approval_requests q
-                                WHERE q.status = 'pending' ORDER BY q.id LIMIT %s""",
+                                WHERE q.status = 'pending' AND q.id = ANY ({db.UNDECIDED_IDS})
+                                ORDER BY q.id LIMIT %s""",
                             [self.limits.queue],
                         ).fetchall()
                     else:
