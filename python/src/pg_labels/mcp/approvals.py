@@ -21,10 +21,11 @@ from typing import Any
 import anyio
 import psycopg
 
-from pg_labels import AsyncRun, Guard
+from pg_labels import AsyncRun
 
 from .common import _leaf, _printable
 from .config import Config
+from .guard import GatewayGuard
 
 log = logging.getLogger("pg_labels.mcp")
 
@@ -59,7 +60,7 @@ class Request:
     remaining: float | None
 
 
-class HoldingGuard(Guard):
+class HoldingGuard(GatewayGuard):
     """The session's guard when the gateway holds asked calls: each ``ask`` records a request
     of its own (two identical calls held at once wait for one each; a grant lets one through)
     that expires when the gateway stops waiting for it (``ttl`` = approval_wait)."""

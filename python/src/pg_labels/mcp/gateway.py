@@ -40,6 +40,7 @@ from .common import (
     _unwrap,
 )
 from .config import Config, Upstream
+from .guard import GatewayGuard, encoded
 from .reach import check_reach
 from .sessions import Conversations, _Pool, _Session
 
@@ -192,7 +193,7 @@ class Gateway(CatalogSync, Conversations):
         ]
         return types.ListToolsResult(tools=tools)
 
-    async def _guard(self, session: _Session, platform: AsyncPlatform) -> Guard:
+    async def _guard(self, session: _Session, platform: AsyncPlatform) -> GatewayGuard:
         """The session's guard, its run on this call's connection: opened with the first call,
         found again after that."""
         if session.run is None:
@@ -219,7 +220,7 @@ class Gateway(CatalogSync, Conversations):
             session.guard = (
                 HoldingGuard(run, self.config.approval_wait)
                 if self.config.approval_wait > 0
-                else Guard(run)
+                else GatewayGuard(run)
             )
         else:
             session.guard.run = run
@@ -237,7 +238,9 @@ class Gateway(CatalogSync, Conversations):
                 f"pg_labels refused {_printable(name)}: unknown tool (the gateway offers "
                 f"{', '.join(offered) or 'no tools'}); nothing was called"
             )
-        size = len(json.dumps(args, ensure_ascii=False).encode())
+        # the arguments' JSON, measured and recorded as it is (encoded once)
+        text = encoded(args)
+        size = len(text.encode())
         if size > self.config.max_argument_bytes:
             return _error(
                 f"pg_labels refused {name}: its arguments are {size} bytes, more than the "
@@ -281,7 +284,7 @@ class Gateway(CatalogSync, Conversations):
                         "refused and was not forwarded"
                     )
                 with anyio.fail_after(timeout):
-                    verdict = await guard.acheck(name, args, str(ctx.request_id))
+                    verdict = await guard.acheck(name, args, str(ctx.request_id), text=text)
                     if verdict.decision == "block":
                         verdict = await self._explain(guard, name, args, verdict)
         except TimeoutError:
