@@ -22,7 +22,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
-from mcp.server.stdio import stdio_server
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from pg_labels import AsyncPlatform, AsyncRun, Guard, LabelSet, Refusal, Scope, Verdict
@@ -43,6 +42,7 @@ from .config import Config, Upstream
 from .guard import GatewayGuard, encoded
 from .reach import check_reach
 from .sessions import Conversations, _Pool, _Session
+from .stdio import stdio_streams
 
 log = logging.getLogger("pg_labels.mcp")
 
@@ -612,7 +612,7 @@ class Gateway(CatalogSync, Conversations):
     # -- serving -------------------------------------------------------------------------------
 
     async def serve_stdio(self) -> None:
-        async with stdio_server() as (read, write):
+        async with stdio_streams(self.config.max_request_bytes) as (read, write):
             await self.server.run(
                 read,
                 write,

@@ -14,6 +14,7 @@ What an ask does next (its approval request) is the base guard's, unchanged."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any, Final
 
@@ -34,6 +35,9 @@ from pg_labels._platform._common import (
     _translate,
 )
 
+# libpq 14 or later pipelines (two round trips for the gate's transaction); else each statement
+# is a round trip of its own
+PIPELINE: Final = psycopg.AsyncPipeline.is_supported()
 _BEGIN: Final = sql.SQL("BEGIN")
 _COMMIT: Final = sql.SQL("COMMIT")
 _ROLLBACK: Final = sql.SQL("ROLLBACK")
@@ -54,6 +58,22 @@ def _jsonb(args: object, text: str | None) -> Jsonb | None:
     if text is None:
         text = encoded(args)
     return Jsonb(args, dumps=lambda _: text)
+
+
+# the statements as text, rendered once (psycopg renders a composed statement at each call)
+_RENDERED: dict[tuple[str, ...], str] = {}
+
+
+def _statement(
+    conn: psycopg.AsyncConnection[Any], run: AsyncRun, kind: str, **columns: object
+) -> tuple[str, list[object]]:
+    """AsyncRun's statement of a step of ``kind`` (``_step_statement``), and its values."""
+    query, params = _step_statement(run.id, kind, **columns)
+    key = (kind, *(name for name, value in columns.items() if value is not None))
+    text = _RENDERED.get(key)
+    if text is None:
+        text = _RENDERED[key] = query.as_string(conn)
+    return text, list(params)
 
 
 def _conn(run: AsyncRun) -> psycopg.AsyncConnection[Any]:
@@ -77,14 +97,12 @@ async def gate_and_call(
     value = _jsonb(args, text)
     # the statements and values of AsyncRun.gate and AsyncRun.call
     gate_params = [run.id, tool, value, LabelSet()]
-    insert, params = _step_statement(
-        run.id, "tool_called", tool=tool, args=value, labels=LabelSet()
-    )
+    insert, params = _statement(conn, run, "tool_called", tool=tool, args=value, labels=LabelSet())
     decided: Decision | None = None
     called = conn.cursor()
     try:
         with _translate():
-            async with conn.pipeline():
+            async with conn.pipeline() if PIPELINE else contextlib.nullcontext():
                 await conn.execute(_BEGIN)
                 gate = conn.cursor()
                 await gate.execute(_GATE, gate_params)
@@ -127,7 +145,7 @@ async def record_result(run: AsyncRun, tool: str, labels: LabelSet) -> Step:
     committed when this returns."""
     conn = _conn(run)
     await run.platform._ready()
-    insert, params = _step_statement(run.id, "tool_result", tool=tool, labels=labels)
+    insert, params = _statement(conn, run, "tool_result", tool=tool, labels=labels)
     with _translate():
         cur = await conn.execute(insert, params)
         return _step(_returned(await cur.fetchone()))
