@@ -148,13 +148,19 @@ def read_tool() -> str:
     return tool
 
 
+# with libpq's pipeline (libpq 14 or later), and a statement at a time (older libpq)
+PIPELINE = pytest.mark.parametrize("pipeline", [True, False], ids=["pipeline", "statements"])
+
+
+@PIPELINE
 async def test_a_call_refused_after_the_gate_allowed_keeps_the_gate(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, pipeline: bool
 ) -> None:
     """The catalog changes between the gate and the call (here: the call names a tool the
     catalog does not have): the call is refused with the database's rule, the gate's decision
     is committed as when the two were transactions of their own, the refusal is in
     refused_writes, and the connection goes on."""
+    monkeypatch.setattr(guard_module, "PIPELINE", pipeline and guard_module.PIPELINE)
     tool = read_tool()
     async with await psycopg.AsyncConnection.connect(dsn(PLATFORM), autocommit=True) as conn:
         guard, run = await _guarded(conn)
@@ -166,7 +172,7 @@ async def test_a_call_refused_after_the_gate_allowed_keeps_the_gate(
 
         monkeypatch.setattr(guard_module, "_step_statement", renamed)
         verdict = await guard.acheck(tool, {"q": 1})
-        monkeypatch.undo()
+        monkeypatch.setattr(guard_module, "_step_statement", real)
         assert verdict.decision == "block" and verdict.rule == "unknown_tool", verdict
         assert conn.info.transaction_status == TransactionStatus.IDLE
         assert [(s[0], s[1]) for s in steps_with_xmin(run.id)] == [("gate_decided", {"q": 1})]
@@ -191,9 +197,13 @@ async def test_a_call_refused_after_the_gate_allowed_keeps_the_gate(
         ]
 
 
-async def test_a_gate_that_fails_commits_nothing() -> None:
+@PIPELINE
+async def test_a_gate_that_fails_commits_nothing(
+    monkeypatch: pytest.MonkeyPatch, pipeline: bool
+) -> None:
     """The gate fails (a run that is not there): the call is refused, nothing is committed,
     the connection is idle and serves the next call."""
+    monkeypatch.setattr(guard_module, "PIPELINE", pipeline and guard_module.PIPELINE)
     tool = read_tool()
     async with await psycopg.AsyncConnection.connect(dsn(PLATFORM), autocommit=True) as conn:
         guard, run = await _guarded(conn)

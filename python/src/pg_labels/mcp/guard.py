@@ -3,7 +3,8 @@ step are one transaction, committed before the upstream runs; the ``tool_result`
 statement, committed before the client reads the result.
 
 The gate's transaction goes in two round trips on the session's pooled connection (psycopg's
-pipeline mode, every value a parameter): ``BEGIN`` and the gate, whose decision is read; then,
+pipeline mode, libpq 14 or later, else a round trip per statement; every value a parameter):
+``BEGIN`` and the gate, whose decision is read; then,
 for ``allow``, the ``tool_called`` step in a savepoint and ``COMMIT``, else ``COMMIT`` alone (a
 block or an ask is on the record as the gate's ``gate_decided`` step, as before). Should the
 ``tool_called`` step be refused (the run or the catalog changed between the two statements),
