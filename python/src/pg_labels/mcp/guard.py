@@ -30,6 +30,7 @@ from pg_labels._platform._common import (
     Decision,
     Step,
     _labels,
+    _name,
     _returned,
     _step,
     _step_statement,
@@ -95,6 +96,7 @@ async def gate_and_call(
     not committed.)"""
     conn = _conn(run)
     await run.platform._ready()
+    tool = _name(tool, "tool")
     value = _jsonb(args, text)
     # the statements and values of AsyncRun.gate and AsyncRun.call
     gate_params = [run.id, tool, value, LabelSet()]
@@ -146,7 +148,7 @@ async def record_result(run: AsyncRun, tool: str, labels: LabelSet) -> Step:
     committed when this returns."""
     conn = _conn(run)
     await run.platform._ready()
-    insert, params = _statement(conn, run, "tool_result", tool=tool, labels=labels)
+    insert, params = _statement(conn, run, "tool_result", tool=_name(tool, "tool"), labels=labels)
     with _translate():
         cur = await conn.execute(insert, params)
         return _step(_returned(await cur.fetchone()))
@@ -158,9 +160,6 @@ class GatewayGuard(Guard):
     statement (two commits per allowed call)."""
 
     run: AsyncRun
-
-    def __init__(self, run: AsyncRun, **kwargs: Any) -> None:
-        super().__init__(run, **kwargs)
 
     async def acheck(
         self, tool: str, args: object, call_id: str | None = None, *, text: str | None = None
