@@ -225,6 +225,7 @@ def write_config(
     everything: str | None = "stdio",
     changing: bool = False,
     counting: Path | None = None,
+    counting_reads: str | None = None,
     evil: Sequence[str] | None = None,
     evil_name: str = "evil",
     name: str = "mcp-tests",
@@ -236,7 +237,8 @@ def write_config(
     or its Streamable HTTP URL), the malicious server (``evil``: its arguments; never trusted),
     per-tool overrides; the reference servers' annotations trusted unless
     ``trust_annotations`` is false, the counting server (``counting``: the file it writes each
-    call to). Returns the path and the agent name."""
+    call to; ``counting_reads``: where it reads the calls' committed ``tool_called`` steps).
+    Returns the path and the agent name."""
     agent = agent or f"mcp-test-{uuid.uuid4().hex[:8]}"
     lines = [
         f"name = {toml_value(name)}",
@@ -275,7 +277,7 @@ def write_config(
         lines += [
             "[upstreams.counting]",
             f"command = {toml_value(sys.executable)}",
-            f"args = {toml_value([server, str(counting)])}",
+            f"args = {toml_value([server, str(counting), *filter(None, [counting_reads])])}",
             *trust,
         ]
     if evil is not None:

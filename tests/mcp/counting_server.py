@@ -1,7 +1,10 @@
 """An MCP server (the official Python SDK's low-level Server, over stdio) whose one tool,
 ``note`` (a reversible write by its annotations), appends each call's text and the time it
 started to the file named by its argument: what the held calls' tests count (the upstream ran
-exactly once) and time (bench/approvals_gateway.py has its own)."""
+exactly once) and time (bench/approvals_gateway.py has its own). With a second argument, a
+libpq connection string, each line also says how many committed ``tool_called`` steps carry
+the call's text, read on a connection of its own as the call starts: what the gateway
+committed before it called the upstream."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 
 LOG = sys.argv[1]
+READER = sys.argv[2] if len(sys.argv) > 2 else None
 
 NOTE = types.Tool(
     name="note",
@@ -36,8 +40,19 @@ async def call_tool(
 ) -> types.CallToolResult:
     started = time.time()
     text = str((params.arguments or {}).get("text"))
+    line = f"{text}\t{started!r}"
+    if READER is not None:
+        import psycopg
+
+        with psycopg.connect(READER, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_labels.steps "
+                "WHERE kind = 'tool_called' AND args ->> 'text' = %s",
+                [text],
+            ).fetchone()
+        line += f"\t{row[0] if row else 0}"
     with open(LOG, "a") as log:
-        log.write(f"{text}\t{started!r}\n")
+        log.write(line + "\n")
     return types.CallToolResult(content=[types.TextContent(text=f"noted {text}")])
 
 

@@ -324,7 +324,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pool-size", help="database connections the sessions share (10)")
     p.add_argument("--max-argument-bytes", help="a call's arguments, as JSON (1000000)")
     p.add_argument("--max-result-bytes", help="an upstream's result, as JSON (4000000)")
-    p.add_argument("--max-request-bytes", help="an HTTP request's body (4000000)")
+    p.add_argument(
+        "--max-request-bytes", help="an HTTP request's body, a message over stdio (4000000)"
+    )
     p.add_argument(
         "--sessionless",
         choices=SESSIONLESS,

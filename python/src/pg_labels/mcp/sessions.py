@@ -20,10 +20,11 @@ import psycopg
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 
-from pg_labels import AsyncPlatform, AsyncRun, Guard, LabelSet, Scope
+from pg_labels import AsyncPlatform, AsyncRun, LabelSet, Scope
 
 from .common import RUN_META_KEY, Named, _error
 from .config import Client, Config
+from .guard import GatewayGuard
 
 log = logging.getLogger("pg_labels.mcp")
 
@@ -37,7 +38,7 @@ class _Session:
         self.lock = asyncio.Lock()
         self.client = client
         self.agent = agent
-        self.guard: Guard | None = None
+        self.guard: GatewayGuard | None = None
         # the run's id, agent, scope and labels as opened
         self.run: tuple[Any, str | None, Scope, LabelSet] | None = None
         if run is not None:
@@ -92,7 +93,12 @@ class _Pool:
         finally:
             if platform is not None:
                 conn = platform.conn
-                if conn.closed or conn.broken or conn.info.transaction_status != 0:
+                if (
+                    conn.closed
+                    or conn.broken
+                    or conn.info.transaction_status != 0
+                    or conn.pgconn.pipeline_status != 0
+                ):
                     await _close(conn)
                 else:
                     self.idle.append(platform)
