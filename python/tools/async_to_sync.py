@@ -52,6 +52,7 @@ NAMES: Mapping[str, str] = {
     "AsyncIterator": "Iterator",
     "AbstractAsyncContextManager": "AbstractContextManager",
     "asynccontextmanager": "contextmanager",
+    "AsyncPipeline": "Pipeline",
 }
 
 #: The async tests' fixtures and helpers, and their sync twins' (tests/python/conftest.py).

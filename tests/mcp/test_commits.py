@@ -18,7 +18,7 @@ import psycopg
 import pytest
 from psycopg.pq import TransactionStatus
 
-import pg_labels.mcp.guard as guard_module
+import pg_labels._platform._async as platform_async
 from pg_labels import AsyncPlatform, AsyncRun, LabelSet, Scope
 from pg_labels.mcp.guard import GatewayGuard
 
@@ -152,6 +152,13 @@ def read_tool() -> str:
 PIPELINE = pytest.mark.parametrize("pipeline", [True, False], ids=["pipeline", "statements"])
 
 
+def pipelined(monkeypatch: pytest.MonkeyPatch, pipeline: bool) -> None:
+    """Without a pipeline: as where libpq has none (AsyncRun.gate_and_call then sends a
+    statement at a time)."""
+    if not pipeline:
+        monkeypatch.setattr(psycopg.AsyncPipeline, "is_supported", staticmethod(lambda: False))
+
+
 @PIPELINE
 async def test_a_call_refused_after_the_gate_allowed_keeps_the_gate(
     monkeypatch: pytest.MonkeyPatch, pipeline: bool
@@ -160,19 +167,19 @@ async def test_a_call_refused_after_the_gate_allowed_keeps_the_gate(
     catalog does not have): the call is refused with the database's rule, the gate's decision
     is committed as when the two were transactions of their own, the refusal is in
     refused_writes, and the connection goes on."""
-    monkeypatch.setattr(guard_module, "PIPELINE", pipeline and guard_module.PIPELINE)
+    pipelined(monkeypatch, pipeline)
     tool = read_tool()
     async with await psycopg.AsyncConnection.connect(dsn(PLATFORM), autocommit=True) as conn:
         guard, run = await _guarded(conn)
-        real = guard_module._step_statement
+        real = platform_async._step_statement
         gone = f"commits.gone_{uuid.uuid4().hex[:8]}"
 
         def renamed(run_id: uuid.UUID, kind: str, **columns: object) -> Any:
             return real(run_id, kind, **{**columns, "tool": gone})
 
-        monkeypatch.setattr(guard_module, "_step_statement", renamed)
+        monkeypatch.setattr(platform_async, "_step_statement", renamed)
         verdict = await guard.acheck(tool, {"q": 1})
-        monkeypatch.setattr(guard_module, "_step_statement", real)
+        monkeypatch.setattr(platform_async, "_step_statement", real)
         assert verdict.decision == "block" and verdict.rule == "unknown_tool", verdict
         assert conn.info.transaction_status == TransactionStatus.IDLE
         assert [(s[0], s[1]) for s in steps_with_xmin(run.id)] == [("gate_decided", {"q": 1})]
@@ -203,7 +210,7 @@ async def test_a_gate_that_fails_commits_nothing(
 ) -> None:
     """The gate fails (a run that is not there): the call is refused, nothing is committed,
     the connection is idle and serves the next call."""
-    monkeypatch.setattr(guard_module, "PIPELINE", pipeline and guard_module.PIPELINE)
+    pipelined(monkeypatch, pipeline)
     tool = read_tool()
     async with await psycopg.AsyncConnection.connect(dsn(PLATFORM), autocommit=True) as conn:
         guard, run = await _guarded(conn)

@@ -67,6 +67,30 @@ def test_the_seed_scenario(platform: Platform) -> None:
     )
 
 
+def test_gate_and_call(platform: Platform) -> None:
+    """The gate and, when it allows, the call, as one call: the decision and the
+    ``tool_called`` step (one transaction, one commit); a gate that does not allow records its
+    decision and calls nothing."""
+    run = platform.open_run("support-bot", "acme/platform")
+    d, step = run.gate_and_call("tickets.read", {"ticket": 1})
+    assert (d.decision, d.allowed) == ("allow", True)
+    assert step is not None
+    assert (step.kind, step.tool, step.decision) == ("tool_called", "tickets.read", "allow")
+    assert step.id > d.step_id
+    run.input(["origin:slack"])
+    d, step = run.gate_and_call("stripe.refund", {"order": 1})
+    assert (d.decision, d.rule, step) == ("block", "untrusted_to_irreversible", None)
+    d, step = run.gate_and_call("tickets.update", {"ticket": 2})
+    assert (d.decision, d.rule, step) == ("ask", "approval_required", None)
+    # a step refused after the gate decided (here a tool the catalog does not have: the gate
+    # blocks it) raises nothing: only an allowed gate is followed by the call
+    d, step = run.gate_and_call("no.such.tool")
+    assert (d.decision, d.rule, step) == ("block", "unknown_tool", None)
+    # the calls' results
+    result = run.result("tickets.read", labels=["tag:pii"])
+    assert result.labels == LabelSet("{origin:tool,tag:pii}")
+
+
 def test_approvals(platform: Platform, approver: Platform) -> None:
     run = platform.open_run("support-bot", Scope("acme/platform"))
     run.input(["origin:slack"])

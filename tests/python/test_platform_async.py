@@ -64,6 +64,30 @@ async def test_the_seed_scenario(aplatform: AsyncPlatform) -> None:
     )
 
 
+async def test_gate_and_call(aplatform: AsyncPlatform) -> None:
+    """The gate and, when it allows, the call, as one call: the decision and the
+    ``tool_called`` step (one transaction, one commit); a gate that does not allow records its
+    decision and calls nothing."""
+    run = await aplatform.open_run("support-bot", "acme/platform")
+    d, step = await run.gate_and_call("tickets.read", {"ticket": 1})
+    assert (d.decision, d.allowed) == ("allow", True)
+    assert step is not None
+    assert (step.kind, step.tool, step.decision) == ("tool_called", "tickets.read", "allow")
+    assert step.id > d.step_id
+    await run.input(["origin:slack"])
+    d, step = await run.gate_and_call("stripe.refund", {"order": 1})
+    assert (d.decision, d.rule, step) == ("block", "untrusted_to_irreversible", None)
+    d, step = await run.gate_and_call("tickets.update", {"ticket": 2})
+    assert (d.decision, d.rule, step) == ("ask", "approval_required", None)
+    # a step refused after the gate decided (here a tool the catalog does not have: the gate
+    # blocks it) raises nothing: only an allowed gate is followed by the call
+    d, step = await run.gate_and_call("no.such.tool")
+    assert (d.decision, d.rule, step) == ("block", "unknown_tool", None)
+    # the calls' results
+    result = await run.result("tickets.read", labels=["tag:pii"])
+    assert result.labels == LabelSet("{origin:tool,tag:pii}")
+
+
 async def test_approvals(aplatform: AsyncPlatform, aapprover: AsyncPlatform) -> None:
     run = await aplatform.open_run("support-bot", Scope("acme/platform"))
     await run.input(["origin:slack"])

@@ -84,8 +84,7 @@ class AsyncPlatform:
     async def _one(self, query: sql.Composed | sql.SQL, params: Sequence[object]) -> Sequence[Any]:
         await self._ready()
         with _translate():
-            async with self._exec.atomic():
-                row = await self._exec.fetchone(query, params)
+            row = await self._exec.one(query, params)
         return _returned(row)
 
     async def _two(
@@ -231,6 +230,30 @@ class AsyncRun(_RunHandle):
         return await self._step(
             "tool_called", tool=_name(tool, "tool"), args=_args(args), labels=_labels(labels)
         )
+
+    async def gate_and_call(
+        self, tool: str, args: object = None, labels: LabelSet | str | Iterable[str] | None = None
+    ) -> tuple[Decision, Step | None]:
+        """Ask the gate and, when it allows, record the ``tool_called`` step, as one call: in
+        autocommit mode one transaction (one commit: the call is on the record when this
+        returns, before the tool runs; pipelined on psycopg, two round trips). Returns the
+        decision and the step (``None`` unless the gate allowed). A ``tool_called`` step the
+        database refuses after the gate allowed (the run or the catalog changed in between)
+        raises its :class:`Refusal`, the gate's decision recorded."""
+        tool = _name(tool, "tool")
+        value = _args(args)
+        lab = _labels(labels)
+        await self.platform._ready()
+        step = _step_statement(self.id, "tool_called", tool=tool, args=value, labels=lab)
+        with _translate():
+            gate, called = await self.platform._exec.gate_then(
+                (_GATE, [self.id, tool, value, lab]),
+                step,
+                lambda row: Decision(row[0], row[1], row[2], row[3]).allowed,
+            )
+        row = _returned(gate)
+        decision = Decision(row[0], row[1], row[2], row[3])
+        return decision, (_step(called) if called is not None else None)
 
     async def result(
         self,

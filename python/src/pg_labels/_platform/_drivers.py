@@ -71,6 +71,39 @@ class AsyncpgExecutor:
         row: Sequence[Any] | None = await self.conn.fetchrow(text, *values)
         return row
 
+    async def one(
+        self, query: sql.Composed | sql.SQL, params: Sequence[object]
+    ) -> Sequence[Any] | None:
+        """One statement as one call: outside a transaction a statement is its own (one round
+        trip), else a savepoint in the caller's."""
+        if not self.conn.is_in_transaction():
+            return await self.fetchone(query, params)
+        async with self.atomic():
+            return await self.fetchone(query, params)
+
+    async def gate_then(
+        self,
+        gate: tuple[sql.Composed | sql.SQL, Sequence[object]],
+        step: tuple[sql.Composed | sql.SQL, Sequence[object]],
+        allowed: Callable[[Sequence[Any]], bool],
+    ) -> tuple[Sequence[Any] | None, Sequence[Any] | None]:
+        """The gate's statement and, when ``allowed`` says so of its row, the step's, as one
+        call (a transaction, or a savepoint in the caller's); a step that fails is undone alone
+        (the gate's row kept) and its error raised after it."""
+        failure: Exception | None = None
+        stepped: Sequence[Any] | None = None
+        async with self.atomic():
+            row = await self.fetchone(*gate)
+            if row is not None and allowed(row):
+                try:
+                    async with self.conn.transaction():
+                        stepped = await self.fetchone(*step)
+                except Exception as err:  # the database's refusal of the step
+                    failure = err
+        if failure is not None:
+            raise failure
+        return row, stepped
+
     async def executemany(
         self, query: sql.Composed | sql.SQL, rows: Sequence[Sequence[object]]
     ) -> None:

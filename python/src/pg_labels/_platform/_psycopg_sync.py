@@ -15,7 +15,7 @@ from typing import Any, Final
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from psycopg.pq import TransactionStatus
+from psycopg.pq import PipelineStatus, TransactionStatus
 
 from .._psycopg import register
 
@@ -23,6 +23,11 @@ _SAVEPOINT: Final = sql.SQL("SAVEPOINT pg_labels_call")
 _RELEASE: Final = sql.SQL("RELEASE SAVEPOINT pg_labels_call")
 _ROLLBACK: Final = sql.SQL("ROLLBACK TO SAVEPOINT pg_labels_call")
 _LISTEN: Final = sql.SQL("LISTEN pg_labels_approvals")
+_BEGIN: Final = sql.SQL("BEGIN")
+_COMMIT: Final = sql.SQL("COMMIT")
+_ROLLBACK_ALL: Final = sql.SQL("ROLLBACK")
+_STEP: Final = sql.SQL("SAVEPOINT pg_labels_step")
+_STEP_UNDONE: Final = sql.SQL("ROLLBACK TO SAVEPOINT pg_labels_step")
 
 
 @contextmanager
@@ -69,6 +74,89 @@ class PsycopgExecutor:
             cur.execute(query, params)
             row: Sequence[Any] | None = cur.fetchone()
         return row
+
+    def one(
+        self, query: sql.Composed | sql.SQL, params: Sequence[object]
+    ) -> Sequence[Any] | None:
+        """One statement as one call: in autocommit mode a statement is its own transaction
+        (one round trip, no BEGIN and COMMIT around it), else a savepoint in the caller's."""
+        if self.conn.autocommit:
+            return self.fetchone(query, params)
+        with self.atomic():
+            return self.fetchone(query, params)
+
+    def gate_then(
+        self,
+        gate: tuple[sql.Composed | sql.SQL, Sequence[object]],
+        step: tuple[sql.Composed | sql.SQL, Sequence[object]],
+        allowed: Callable[[Sequence[Any]], bool],
+    ) -> tuple[Sequence[Any] | None, Sequence[Any] | None]:
+        """The gate's statement and, when ``allowed`` says so of its row, the step's, as one
+        call: in autocommit mode one transaction, pipelined where libpq can (two round trips:
+        ``BEGIN`` and the gate; the step in a savepoint and ``COMMIT``), else a savepoint in
+        the caller's transaction. A step that fails is undone alone: the gate's row is kept
+        (committed, in autocommit mode) and the step's error raised after it."""
+        conn = self.conn
+        if not conn.autocommit or not psycopg.Pipeline.is_supported():
+            return self._gate_then(gate, step, allowed)
+        decided = False
+        try:
+            with conn.pipeline():
+                conn.execute(_BEGIN)
+                cur = conn.cursor()
+                cur.execute(*gate)
+                row: Sequence[Any] | None = cur.fetchone()
+                decided = True
+                go = row is not None and allowed(row)
+                called = conn.cursor()
+                if go:
+                    conn.execute(_STEP)
+                    called.execute(*step)
+                conn.execute(_COMMIT)
+            stepped: Sequence[Any] | None = called.fetchone() if go else None
+            return row, stepped
+        except Exception:
+            self._after_failure(decided)
+            raise
+
+    def _gate_then(
+        self,
+        gate: tuple[sql.Composed | sql.SQL, Sequence[object]],
+        step: tuple[sql.Composed | sql.SQL, Sequence[object]],
+        allowed: Callable[[Sequence[Any]], bool],
+    ) -> tuple[Sequence[Any] | None, Sequence[Any] | None]:
+        """:meth:`gate_then` a statement at a time."""
+        failure: Exception | None = None
+        stepped: Sequence[Any] | None = None
+        with self.atomic():
+            row = self.fetchone(*gate)
+            if row is not None and allowed(row):
+                try:
+                    with self.conn.transaction():
+                        stepped = self.fetchone(*step)
+                except psycopg.Error as err:
+                    failure = err
+        if failure is not None:
+            raise failure
+        return row, stepped
+
+    def _after_failure(self, decided: bool) -> None:
+        """After a statement of :meth:`gate_then`'s transaction failed: when it was the step
+        (the gate decided; the transaction is open and failed), commit the gate's decision
+        alone, else roll back. Should that fail, the connection is left as it is (not idle: a
+        pool discards it)."""
+        conn = self.conn
+        if conn.closed or conn.broken or conn.pgconn.pipeline_status != PipelineStatus.OFF:
+            return
+        status = conn.info.transaction_status
+        if status == TransactionStatus.IDLE:
+            return  # COMMIT itself failed: nothing was committed
+        with suppress(psycopg.Error):
+            if decided and status == TransactionStatus.INERROR:
+                conn.execute(_STEP_UNDONE)
+                conn.execute(_COMMIT)
+            else:
+                conn.execute(_ROLLBACK_ALL)
 
     def executemany(
         self, query: sql.Composed | sql.SQL, rows: Sequence[Sequence[object]]

@@ -224,7 +224,7 @@ class Gateway(CatalogSync, Conversations, HeldCalls):
                 f"pg_labels refused {_printable(name)}: unknown tool (the gateway offers "
                 f"{', '.join(offered) or 'no tools'}); nothing was called"
             )
-        # the arguments' JSON, measured and recorded as it is (encoded once)
+        # the arguments' JSON, measured
         text = encoded(args)
         size = len(text.encode())
         if size > self.config.max_argument_bytes:
@@ -270,7 +270,7 @@ class Gateway(CatalogSync, Conversations, HeldCalls):
                         "refused and was not forwarded"
                     )
                 with anyio.fail_after(timeout):
-                    verdict = await guard.acheck(name, args, str(ctx.request_id), text=text)
+                    verdict = await guard.acheck(name, args, str(ctx.request_id))
                     if verdict.decision == "block":
                         verdict = await self._explain(guard, name, args, verdict)
         except TimeoutError:
