@@ -25,6 +25,9 @@
 #   scripts/bench.sh instructions  instructions per trail insert, counted by callgrind (a
 #                               repeatable figure on a noisy machine; not part of "all"), with
 #                               and without the trail's hash chain (bench/instructions.sh)
+#   scripts/bench.sh copy_instructions  instructions per COPY row into the trail, the run floor
+#                               and the floor, counted by callgrind, with the trigger's share
+#                               and SHA-256's (bench/copy_instructions.sh; not part of "all")
 #   scripts/bench.sh citus      step inserts through a Citus coordinator and two workers next
 #                               to one node (bench/citus.sh; not part of "all")
 #   scripts/bench.sh flood      a flood of refusals from 16 sessions against other roles'
@@ -73,7 +76,7 @@ what=${1:-all}
 # ("all" is these, in this order)
 ALL=(types trail grants publication lineage bigrun)
 case $what in
-    all | types | trail | grants | publication | lineage | bigrun | instructions | citus | purge | scale | readers | approvals) ;;
+    all | types | trail | grants | publication | lineage | bigrun | instructions | copy_instructions | citus | purge | scale | readers | approvals) ;;
     # (its own servers and builds: none of the cluster below)
     flood)
         setup
@@ -115,6 +118,9 @@ for b in "${benchmarks[@]}"; do
         instructions)
             log "instructions per trail insert (callgrind, single-user backend)"
             "$ROOT/bench/instructions.sh" "${INSTRUCTIONS_N:-2000}" ;;
+        copy_instructions)
+            log "instructions per COPY row (callgrind, single-user backend)"
+            PGBIN=$PGBIN PG_CONFIG=$PG_CONFIG "$ROOT/bench/copy_instructions.sh" ;;
         approvals)
             log "approvals: grant to resumed tool call"
             "$ROOT/bench/approvals.sh" ;;
