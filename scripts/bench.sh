@@ -36,6 +36,14 @@
 #                               what one worker writes a second (bench/flood.sh; FLOOD_ROUNDS,
 #                               FLOOD_SECONDS, FLOOD_CLIENTS; not part of "all": ~25 minutes
 #                               with the builds)
+#   scripts/bench.sh versions   release 0.2.0 against this tree in one run (issue 50, goal 5;
+#                               bench/versions.sh): each built alike into its own PostgreSQL 16,
+#                               a trail of VERSIONS_STEPS steps (2,000,000) over 10,000 runs in
+#                               each; single-row inserts (1 client; 8 clients on 8 runs),
+#                               INSERT ... SELECT and COPY against each version's floor, in
+#                               VERSIONS_ROUNDS rounds (7) of VERSIONS_SECONDS (10); each
+#                               version's enforced / floor and the rounds' (this / 0.2.0), medians
+#                               and 95% intervals (not part of "all": ~50 minutes with the builds)
 #   scripts/bench.sh shm        /dev/shm with 20 idle sessions that refused once, 0.3.0 against
 #                               this tree, on the servers "flood" built (bench/shm.sh)
 #   scripts/bench.sh purge      removing a month of a 10M-step trail: purge() against DELETE
@@ -82,6 +90,7 @@ case $what in
         setup
         ROOT=$ROOT exec "$ROOT/bench/flood.sh" ;;
     shm) ROOT=$ROOT exec "$ROOT/bench/shm.sh" ;;
+    versions) ROOT=$ROOT exec "$ROOT/bench/versions.sh" ;;
     -h | --help)
         sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"
         exit 0 ;;
