@@ -31,15 +31,20 @@ declare -A config
 for v in 030 031; do
     config[$v]=$(PG_VERSIONS_PREFIX=/opt/pg_labels_flood_$v "$ROOT/scripts/pg_versions.sh" 16)
 done
-# (cargo pgrx builds only for the servers its init names: Debian's 15 and this 16)
-(cd "$ROOT" && cargo pgrx init --pg15 /usr/lib/postgresql/15/bin/pg_config --pg16 "${config[031]}" >/dev/null)
+# (each build reads a pgrx configuration of its own naming its server, as bench/versions.sh's:
+# the user's ~/.pgrx/config.toml, which names every server the tests build for, is left alone)
+pgrx_home() { # version: a PGRX_HOME naming its server
+    mkdir -p "$work/pgrx_$1"
+    printf '[configs]\npg16 = "%s"\n' "${config[$1]}" >"$work/pgrx_$1/config.toml"
+    echo "$work/pgrx_$1"
+}
 log "building this tree into ${config[031]}"
-(cd "$ROOT" && cargo pgrx install --release --pg-config "${config[031]}" 2>&1 | grep -E "^error" || true)
+(cd "$ROOT" && PGRX_HOME=$(pgrx_home 031) cargo pgrx install --release --pg-config "${config[031]}" 2>&1 | grep -E "^error" || true)
 cp "$ROOT"/sql/released/pg_labels--*.sql "$("${config[031]}" --sharedir)/extension/"
 log "building 0.3.0 ($RELEASE_0_3_0) into ${config[030]}"
 src=$work/src_0_3_0
 git -C "$ROOT" worktree add -q --detach "$src" "$RELEASE_0_3_0"
-(cd "$src" && CARGO_TARGET_DIR="$ROOT/target/flood_0_3_0" cargo pgrx install --release --pg-config "${config[030]}" 2>&1 | grep -E "^error" || true)
+(cd "$src" && PGRX_HOME=$(pgrx_home 030) CARGO_TARGET_DIR="$ROOT/target/flood_0_3_0" cargo pgrx install --release --pg-config "${config[030]}" 2>&1 | grep -E "^error" || true)
 git -C "$ROOT" worktree remove --force "$src"
 
 declare -A port=([030]=5471 [031]=5472)
