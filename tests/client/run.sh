@@ -25,6 +25,8 @@ PG_LABELS_CLIENT_DB=$db cargo test -p pg_labels_types
 cargo test -p pg_labels_types --features sqlx --lib
 cargo run -q -p pg_labels_types --example platform
 
-admin -c "DROP DATABASE $db"
+# (WITH FORCE: the refusal recorder of the database, which the example's refusal started, may
+# still be connected to it; PostgreSQL waits 5 s only for autovacuum to leave)
+admin -c "DROP DATABASE $db WITH (FORCE)"
 trap - EXIT
 echo "client: ok"
