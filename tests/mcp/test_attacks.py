@@ -446,7 +446,9 @@ async def test_bounded_arguments_results_and_connections(tmp_path: Path) -> None
         max_argument_bytes=10_000,
         max_result_bytes=50_000,
         pool_size=3,
-        session_idle_timeout=2,
+        # (long enough for 30 sessions to reach their call on a loaded two-core machine: at 2 s
+        # sessions were forgotten between their initialize and their call)
+        session_idle_timeout=6,
     )
     with http_gateway(gateway_args(config)) as url:
         async with http_session(url) as session:
@@ -501,7 +503,7 @@ async def test_bounded_arguments_results_and_connections(tmp_path: Path) -> None
             url, json=listing, headers={**legacy, "Mcp-Session-Id": session_id}, timeout=30
         )
         assert alive.status_code == 200, alive.text
-        await anyio.sleep(4)
+        await anyio.sleep(10)
         gone = httpx.post(
             url, json=listing, headers={**legacy, "Mcp-Session-Id": session_id}, timeout=30
         )
