@@ -212,8 +212,8 @@ class Guard:
         try:
             catalog = self._begin(tool, span)
             with self.lock():
-                decision = self.run.gate(catalog, args)
-                step = self.run.call(catalog, args) if decision.decision == "allow" else None
+                # the gate and, when it allows, the call: one transaction
+                decision, step = self.run.gate_and_call(catalog, args)
                 request, state = (
                     self._request(catalog, args, decision.reason)
                     if decision.decision == "ask"
@@ -234,8 +234,7 @@ class Guard:
         try:
             catalog = self._begin(tool, span)
             async with self.alock():
-                decision = await self.run.gate(catalog, args)
-                step = await self.run.call(catalog, args) if decision.decision == "allow" else None
+                decision, step = await self.run.gate_and_call(catalog, args)
                 request, state = (
                     await self._arequest(catalog, args, decision.reason)
                     if decision.decision == "ask"

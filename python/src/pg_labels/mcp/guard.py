@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from pg_labels import AsyncRun, Guard, LabelSet, Verdict
+from pg_labels import AsyncRun, Guard
 
 
 def encoded(args: object) -> str:
@@ -21,27 +21,8 @@ def encoded(args: object) -> str:
 
 
 class GatewayGuard(Guard):
-    """The session's guard: the base guard's decisions, verdicts, spans and results, with an
-    allowed call's gate and ``tool_called`` step in one transaction (two commits per allowed
-    call, the result's being the base guard's one statement)."""
+    """The session's guard: the base guard, whose allowed call is the gate and the
+    ``tool_called`` step in one transaction (:meth:`AsyncRun.gate_and_call`) and whose result
+    is one statement: two commits per allowed call."""
 
     run: AsyncRun
-
-    async def acheck(self, tool: str, args: object, call_id: str | None = None) -> Verdict:
-        """Ask the gate and record the call (``allow``, in the gate's transaction) or an
-        approval request (``ask``, after the gate's decision was committed)."""
-        span = self.tracing.start(tool, self.run.id, call_id)
-        catalog = tool
-        try:
-            catalog = self._begin(tool, span)
-            async with self.alock():
-                decision, step = await self.run.gate_and_call(catalog, args, LabelSet())
-                request, state = (
-                    await self._arequest(catalog, args, decision.reason)
-                    if decision.decision == "ask"
-                    else (None, None)
-                )
-            verdict = self._verdict(tool, catalog, decision, step, request, state)
-        except Exception as err:
-            verdict = self._failed(tool, catalog, err)
-        return self._decided(verdict, span)
