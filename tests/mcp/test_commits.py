@@ -9,6 +9,7 @@ gate that fails (nothing is committed, the connection is usable again)."""
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,15 @@ def commits_between(start: str, end: str) -> list[tuple[int, list[int]]]:
     with connect() as conn:
         # a durable commit of its own flushes what came before (pg_walinspect reads no further)
         conn.execute("SELECT pg_current_xact_id()")
+        conn.commit()
+        # (and pg_walinspect reads only what is flushed: wait for the WAL writer if need be)
+        for _ in range(200):
+            flushed = conn.execute(
+                "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", [end]
+            ).fetchone()
+            if flushed and flushed[0]:
+                break
+            time.sleep(0.05)
         rows = conn.execute(COMMITS, [start, end]).fetchall()
     out = []
     for xid, description in rows:
