@@ -15,7 +15,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from ._psycopg_async import AsyncPsycopgExecutor
+from ._psycopg_async import AsyncPsycopgExecutor, gate_then_stepwise
 from ._psycopg_sync import PsycopgExecutor
 
 #: What :class:`AsyncPlatform` takes: psycopg's ``AsyncConnection`` or an asyncpg connection.
@@ -90,19 +90,8 @@ class AsyncpgExecutor:
         """The gate's statement and, when ``allowed`` says so of its row, the step's, as one
         call (a transaction, or a savepoint in the caller's); a step that fails is undone alone
         (the gate's row kept) and its error raised after it."""
-        failure: Exception | None = None
-        stepped: Sequence[Any] | None = None
-        async with self.atomic():
-            row = await self.fetchone(*gate)
-            if row is not None and allowed(row):
-                try:
-                    async with self.conn.transaction():
-                        stepped = await self.fetchone(*step)
-                except Exception as err:  # the database's refusal of the step
-                    failure = err
-        if failure is not None:
-            raise failure
-        return row, stepped
+        # (any error of the step's: asyncpg's errors are not of one class)
+        return await gate_then_stepwise(self, self.conn.transaction, Exception, gate, step, allowed)
 
     async def executemany(
         self, query: sql.Composed | sql.SQL, rows: Sequence[Sequence[object]]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import psycopg
 from psycopg import sql
@@ -46,6 +46,43 @@ async def _atomic(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[None]:
             await conn.execute(_RELEASE)
         raise
     await conn.execute(_RELEASE)
+
+
+class _Stepwise(Protocol):
+    """What :func:`gate_then_stepwise` asks of an executor."""
+
+    def atomic(self) -> AbstractAsyncContextManager[None]: ...
+
+    async def fetchone(
+        self, query: sql.Composed | sql.SQL, params: Sequence[object]
+    ) -> Sequence[Any] | None: ...
+
+
+async def gate_then_stepwise(
+    ex: _Stepwise,
+    nested: Callable[[], AbstractAsyncContextManager[Any]],
+    refused: type[Exception],
+    gate: tuple[sql.Composed | sql.SQL, Sequence[object]],
+    step: tuple[sql.Composed | sql.SQL, Sequence[object]],
+    allowed: Callable[[Sequence[Any]], bool],
+) -> tuple[Sequence[Any] | None, Sequence[Any] | None]:
+    """An executor's ``gate_then`` a statement at a time: the gate's statement in
+    ``ex.atomic()`` and, when ``allowed`` says so of its row, the step's in ``nested()`` (a
+    savepoint of the driver's); the step's error (``refused``) raised once the gate's row is
+    kept."""
+    failure: Exception | None = None
+    stepped: Sequence[Any] | None = None
+    async with ex.atomic():
+        row = await ex.fetchone(*gate)
+        if row is not None and allowed(row):
+            try:
+                async with nested():
+                    stepped = await ex.fetchone(*step)
+            except refused as err:
+                failure = err
+    if failure is not None:
+        raise failure
+    return row, stepped
 
 
 class AsyncPsycopgExecutor:
@@ -123,19 +160,9 @@ class AsyncPsycopgExecutor:
         allowed: Callable[[Sequence[Any]], bool],
     ) -> tuple[Sequence[Any] | None, Sequence[Any] | None]:
         """:meth:`gate_then` a statement at a time."""
-        failure: Exception | None = None
-        stepped: Sequence[Any] | None = None
-        async with self.atomic():
-            row = await self.fetchone(*gate)
-            if row is not None and allowed(row):
-                try:
-                    async with self.conn.transaction():
-                        stepped = await self.fetchone(*step)
-                except psycopg.Error as err:
-                    failure = err
-        if failure is not None:
-            raise failure
-        return row, stepped
+        return await gate_then_stepwise(
+            self, self.conn.transaction, psycopg.Error, gate, step, allowed
+        )
 
     async def _after_failure(self, decided: bool) -> None:
         """After a statement of :meth:`gate_then`'s transaction failed: when it was the step

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import psycopg
 from psycopg import sql
@@ -49,6 +49,43 @@ def _atomic(conn: psycopg.Connection[Any]) -> Iterator[None]:
             conn.execute(_RELEASE)
         raise
     conn.execute(_RELEASE)
+
+
+class _Stepwise(Protocol):
+    """What :func:`gate_then_stepwise` asks of an executor."""
+
+    def atomic(self) -> AbstractContextManager[None]: ...
+
+    def fetchone(
+        self, query: sql.Composed | sql.SQL, params: Sequence[object]
+    ) -> Sequence[Any] | None: ...
+
+
+def gate_then_stepwise(
+    ex: _Stepwise,
+    nested: Callable[[], AbstractContextManager[Any]],
+    refused: type[Exception],
+    gate: tuple[sql.Composed | sql.SQL, Sequence[object]],
+    step: tuple[sql.Composed | sql.SQL, Sequence[object]],
+    allowed: Callable[[Sequence[Any]], bool],
+) -> tuple[Sequence[Any] | None, Sequence[Any] | None]:
+    """An executor's ``gate_then`` a statement at a time: the gate's statement in
+    ``ex.atomic()`` and, when ``allowed`` says so of its row, the step's in ``nested()`` (a
+    savepoint of the driver's); the step's error (``refused``) raised once the gate's row is
+    kept."""
+    failure: Exception | None = None
+    stepped: Sequence[Any] | None = None
+    with ex.atomic():
+        row = ex.fetchone(*gate)
+        if row is not None and allowed(row):
+            try:
+                with nested():
+                    stepped = ex.fetchone(*step)
+            except refused as err:
+                failure = err
+    if failure is not None:
+        raise failure
+    return row, stepped
 
 
 class PsycopgExecutor:
@@ -126,19 +163,9 @@ class PsycopgExecutor:
         allowed: Callable[[Sequence[Any]], bool],
     ) -> tuple[Sequence[Any] | None, Sequence[Any] | None]:
         """:meth:`gate_then` a statement at a time."""
-        failure: Exception | None = None
-        stepped: Sequence[Any] | None = None
-        with self.atomic():
-            row = self.fetchone(*gate)
-            if row is not None and allowed(row):
-                try:
-                    with self.conn.transaction():
-                        stepped = self.fetchone(*step)
-                except psycopg.Error as err:
-                    failure = err
-        if failure is not None:
-            raise failure
-        return row, stepped
+        return gate_then_stepwise(
+            self, self.conn.transaction, psycopg.Error, gate, step, allowed
+        )
 
     def _after_failure(self, decided: bool) -> None:
         """After a statement of :meth:`gate_then`'s transaction failed: when it was the step
