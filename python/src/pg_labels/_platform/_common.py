@@ -6,6 +6,7 @@ refusal into its exception. No I/O here: :mod:`._async` sends the statements (an
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
 import math
@@ -226,18 +227,21 @@ def _digest(content: object) -> str:
 # ---------------------------------------------------------------------------------------------
 
 #: A statement and its parameters.
-Statement = tuple[sql.Composed, list[object]]
+Statement = tuple[sql.SQL, list[object]]
 
 
-def _insert(table: str, columns: Sequence[str], returning: str) -> sql.Composed:
+@functools.lru_cache(maxsize=256)
+def _insert(table: str, columns: tuple[str, ...], returning: str) -> sql.SQL:
     """``INSERT INTO pg_labels.<table> (<columns>) VALUES (%s, ...) RETURNING <returning>``:
-    the names are the package's own, every value a parameter."""
-    return sql.SQL("INSERT INTO {} ({}) VALUES ({}) RETURNING {}").format(
+    the names are the package's own, every value a parameter. Composed once per table and
+    columns (composing it again for every statement cost about 0.08 ms a step)."""
+    composed = sql.SQL("INSERT INTO {} ({}) VALUES ({}) RETURNING {}").format(
         sql.Identifier("pg_labels", table),
         sql.SQL(", ").join(map(sql.Identifier, columns)),
         sql.SQL(", ").join(sql.Placeholder() * len(columns)),
         sql.SQL(returning),
     )
+    return sql.SQL(composed.as_string(None))
 
 
 _STEP_RETURNING: Final = "id, run_id, kind, tool, labels, decision, request_id"
@@ -269,7 +273,7 @@ def _step_statement(run: uuid.UUID, kind: str, **columns: object) -> Statement:
         if value is not None:
             names.append(name)
             values.append(value)
-    return _insert("steps", names, _STEP_RETURNING), values
+    return _insert("steps", tuple(names), _STEP_RETURNING), values
 
 
 def _open_statement(
@@ -287,7 +291,7 @@ def _open_statement(
         if value is not None:
             names.append(name)
             values.append(value)
-    return _insert("runs", names, "id, agent, scope, labels"), values
+    return _insert("runs", tuple(names), "id, agent, scope, labels"), values
 
 
 _SHARE_COLUMNS: Final = "id, to_scope"
@@ -315,14 +319,14 @@ def _share_statements(
     if description is not None:
         names.append("description")
         values.append(_name(description, "description"))
-    artifact = (_insert("artifacts", names, "id, digest, labels"), values)
+    artifact = (_insert("artifacts", tuple(names), "id, digest, labels"), values)
     snames = ["artifact_id"]
     svalues: list[object] = []
     for name, value in (("to_scope", scope), ("to_run", target)):
         if value is not None:
             snames.append(name)
             svalues.append(value)
-    share = (_insert("shares", snames, _SHARE_COLUMNS), svalues)
+    share = (_insert("shares", tuple(snames), _SHARE_COLUMNS), svalues)
     return artifact, share
 
 
