@@ -140,9 +140,15 @@ async def measure(title, gateway):
                 if i >= warmup:
                     times[way].append(elapsed * 1000)
         wal_end = wal_position(admin)
-    # a durable commit after the calls flushes the WAL they wrote (pg_walinspect reads no further
-    # than what is flushed: a relaxed run's last commits may not be yet)
-    admin.execute("SELECT pg_current_xact_id()")
+    # pg_walinspect reads no further than what is flushed: a relaxed run's last commits may not
+    # be yet, nor a transaction's that wrote nothing but its commit (PostgreSQL commits that one
+    # asynchronously); wait for the WAL writer
+    for _ in range(200):
+        if admin.execute(
+            "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", [wal_end]
+        ).fetchone()[0]:
+            break
+        time.sleep(0.05)
     counted = commits(admin, wal_start, wal_end)
     admin.close()
     print(f"{title}: {calls} calls of server-everything's echo each way ({warmup} warm-up), ms:")
