@@ -11,7 +11,9 @@
 # Printed per table: the whole row, and for the trail the trigger (pgl_steps_insert,
 # inclusive) and SHA-256's compression, which valgrind runs in software (this CPU's SHA
 # extensions run it in about 1.4% of a COPY's time, by perf). COPY_KEEP=dir keeps the
-# callgrind files (callgrind_annotate --inclusive=yes for a function's share). Needs the
+# callgrind files (callgrind_annotate --inclusive=yes for a function's share). Then the same for
+# single-row inserts (goal 1): COPY_SINGLE_N (2,000) and twice as many prepared inserts over the
+# same 150 runs, each its own transaction, the difference divided by COPY_SINGLE_N. Needs the
 # extension installed in the server of $PGBIN, its pg_config's PGXS, and valgrind.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,10 +51,15 @@ for count in "$n" $((3 * n)); do
 done
 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/data" -m fast -w stop >/dev/null
 
-# callgrind of one COPY of $2 rows into $1.steps: the file
+# callgrind of one COPY of $2 rows into $1.steps (or, with $3 = single, of $2 single-row
+# inserts, one transaction each, prepared as pgbench -M prepared runs them): the file
 count() {
-    local out=$work/callgrind.$1.$2
-    echo "COPY $1.steps (run_id, kind, tool, labels, args) FROM '$work/copy.$2.tsv';" >"$work/in.sql"
+    local out=$work/callgrind.$1.$2${3:-}
+    if [ "${3:-}" = single ]; then
+        single "$1" "$2" >"$work/in.sql"
+    else
+        echo "COPY $1.steps (run_id, kind, tool, labels, args) FROM '$work/copy.$2.tsv';" >"$work/in.sql"
+    fi
     runuser -u postgres -- valgrind --tool=callgrind --callgrind-out-file="$out" \
         "$PGBIN/postgres" --single -D "$work/data" -c fsync=off -c synchronous_commit=off \
         bench_scale <"$work/in.sql" >/dev/null 2>"$work/valgrind.log"
@@ -62,6 +69,15 @@ count() {
     fi
     echo "$out"
 }
+# $2 executions of one prepared insert into $1.steps over the same 150 runs (a statement a line:
+# single-user mode ends one at a newline)
+single() {
+    local i
+    echo "PREPARE ins(bigint) AS INSERT INTO $1.steps (run_id, kind, tool, labels, args) VALUES (md5('scale' || (1 + (\$1 * 104729) % 150))::uuid, 'tool_called', 'tickets.read', '{area:acme/platform}', '{\"ticket\": 42}');"
+    for ((i = 1; i <= $2; i++)); do
+        echo "EXECUTE ins($i);"
+    done
+}
 total() { awk '/^summary:/ { print $2 }' "$1"; }
 # a function's inclusive instructions in a callgrind file
 inclusive() {
@@ -69,6 +85,8 @@ inclusive() {
         awk -v f="$2" 'index($0, f) { gsub(",", "", $1); print $1; exit }'
 }
 per() { echo $(( ($2 - $1) / (2 * n) )); }
+# the same for single-row inserts (N and 2N of them: the difference divided by N)
+per_single() { echo $(( ($2 - $1) / ns )); }
 
 printf '\n%-48s %14s\n' "one COPY row (single-user backend, callgrind)" "instructions"
 for t in pg_labels bench_run_floor bench_floor; do
@@ -80,5 +98,22 @@ for t in pg_labels bench_run_floor bench_floor; do
             "$(per "$(inclusive "$one" ':pgl_steps_insert ')" "$(inclusive "$three" ':pgl_steps_insert ')")"
         printf '%-48s %14d\n' "  of which SHA-256 (software under valgrind)" \
             "$(per "$(inclusive "$one" 'sha256::compress256 ')" "$(inclusive "$three" 'sha256::compress256 ')")"
+    fi
+done
+
+# single-row inserts (COPY_SINGLE_N, 2,000, and twice as many; 0 skips them): where the time of
+# goal 1's writes goes, each a transaction that locks its run, as from pgbench
+ns=${COPY_SINGLE_N:-2000}
+[ "$ns" -gt 0 ] || exit 0
+printf '\n%-48s %14s\n' "one single-row INSERT (a transaction each)" "instructions"
+for t in pg_labels bench_run_floor bench_floor; do
+    one=$(count $t "$ns" single)
+    two=$(count $t $((2 * ns)) single)
+    printf '%-48s %14d\n' "$t.steps, the whole insert" "$(per_single "$(total "$one")" "$(total "$two")")"
+    if [ $t = pg_labels ]; then
+        printf '%-48s %14d\n' "  the trigger (pgl_steps_insert)" \
+            "$(per_single "$(inclusive "$one" ':pgl_steps_insert ')" "$(inclusive "$two" ':pgl_steps_insert ')")"
+        printf '%-48s %14d\n' "  of which SHA-256 (software under valgrind)" \
+            "$(per_single "$(inclusive "$one" 'sha256::compress256 ')" "$(inclusive "$two" 'sha256::compress256 ')")"
     fi
 done

@@ -25,9 +25,10 @@
 #   scripts/bench.sh instructions  instructions per trail insert, counted by callgrind (a
 #                               repeatable figure on a noisy machine; not part of "all"), with
 #                               and without the trail's hash chain (bench/instructions.sh)
-#   scripts/bench.sh copy_instructions  instructions per COPY row into the trail, the run floor
-#                               and the floor, counted by callgrind, with the trigger's share
-#                               and SHA-256's (bench/copy_instructions.sh; not part of "all")
+#   scripts/bench.sh copy_instructions  instructions per COPY row and per single-row insert
+#                               into the trail, the run floor and the floor, counted by
+#                               callgrind, with the trigger's share and SHA-256's
+#                               (bench/copy_instructions.sh; not part of "all")
 #   scripts/bench.sh citus      step inserts through a Citus coordinator and two workers next
 #                               to one node (bench/citus.sh; not part of "all")
 #   scripts/bench.sh flood      a flood of refusals from 16 sessions against other roles'
