@@ -8,6 +8,7 @@ gate that fails (nothing is committed, the connection is usable again)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 import uuid
@@ -238,3 +239,30 @@ async def test_a_gate_that_fails_commits_nothing(
         allowed = await guard.acheck(tool, {"q": 2})
         assert allowed.allowed, allowed
         assert [s[0] for s in steps_with_xmin(run.id)] == ["gate_decided", "tool_called"]
+
+
+@PIPELINE
+async def test_a_cancelled_call_leaves_the_connection_idle(
+    monkeypatch: pytest.MonkeyPatch, pipeline: bool
+) -> None:
+    """The caller cancels gate_and_call while the gate waits (here for a lock on the run's row
+    held by another session; psycopg cancels the statement): nothing of the call is committed,
+    and the connection, in autocommit mode, is idle, not left in a failed transaction that
+    refuses every call after it."""
+    pipelined(monkeypatch, pipeline)
+    tool = read_tool()
+    async with await psycopg.AsyncConnection.connect(dsn(PLATFORM), autocommit=True) as conn:
+        guard, run = await _guarded(conn)
+        with connect() as admin:
+            with admin.transaction():
+                admin.execute("SELECT 1 FROM pg_labels.runs WHERE id = %s FOR UPDATE", [run.id])
+                with pytest.raises(TimeoutError):
+                    await asyncio.wait_for(run.gate_and_call(tool, {"q": 1}), 0.5)
+                assert conn.info.transaction_status == TransactionStatus.IDLE
+        assert steps_with_xmin(run.id) == []
+        allowed = await guard.acheck(tool, {"q": 2})
+        assert allowed.allowed, allowed
+        assert [(s[0], s[1]) for s in steps_with_xmin(run.id)] == [
+            ("gate_decided", {"q": 2}),
+            ("tool_called", {"q": 2}),
+        ]

@@ -1,5 +1,6 @@
 """The gateway's stdio transport (pg_labels.mcp.stdio), as a client's process sees it: a line
-longer than max_request_bytes is skipped (the next message is answered), and standard input
+longer than max_request_bytes is skipped (the next message is answered), whether it comes in
+pieces or whole in one read, one of exactly max_request_bytes is answered, and standard input
 that is a regular file is served by the SDK's transport."""
 
 from __future__ import annotations
@@ -74,6 +75,50 @@ async def test_an_overlong_line_is_skipped(tmp_path: Path) -> None:
             while True:
                 err += await process.stderr.receive()
     assert b"longer than max_request_bytes (1024) was skipped" in err, err
+
+
+async def stderr_of(process: Process) -> bytes:
+    assert process.stderr is not None
+    err = b""
+    with contextlib.suppress(anyio.EndOfStream):
+        while True:
+            err += await process.stderr.receive()
+    return err
+
+
+async def test_an_overlong_line_in_one_read_is_skipped(tmp_path: Path) -> None:
+    """A line over the bound that arrives whole, its newline in the same read as its start
+    (here with the next request, in one write), is skipped as one that comes in pieces; a
+    line of exactly max_request_bytes is answered."""
+    config, _ = write_config(tmp_path / "gw.toml", max_request_bytes=1024)
+    process: Process = await anyio.open_process(
+        [GATEWAY, *gateway_args(config)], stderr=subprocess.PIPE
+    )
+    async with process:
+        assert process.stdin is not None and process.stdout is not None
+        out = BufferedByteReceiveStream(process.stdout)
+        await process.stdin.send(line(INITIALIZE))
+        assert "result" in await answer(out, 1)
+        await process.stdin.send(line(INITIALIZED))
+        overlong = line({**tools_list(2), "params": {"cursor": "x" * 30_000}})
+        await process.stdin.send(overlong + line(tools_list(3)))
+        seen = []
+        with anyio.fail_after(60):
+            while not seen or seen[-1] != 3:
+                message = json.loads(await out.receive_until(b"\n", 1 << 24))
+                seen.append(message.get("id"))
+        assert 2 not in seen, seen
+        # exactly at the bound (the newline not counted): answered
+        empty = json.dumps({**tools_list(4), "params": {"cursor": ""}})
+        exact = {**tools_list(4), "params": {"cursor": "y" * (1024 - len(empty))}}
+        assert len(json.dumps(exact)) == 1024
+        await process.stdin.send(line(exact))
+        assert "result" in await answer(out, 4)
+        await process.stdin.aclose()
+        with anyio.fail_after(60):
+            await process.wait()
+        err = await stderr_of(process)
+    assert err.count(b"longer than max_request_bytes (1024) was skipped") == 1, err
 
 
 async def test_a_regular_file_as_standard_input(tmp_path: Path) -> None:

@@ -152,6 +152,11 @@ class AsyncPsycopgExecutor:
         except Exception:
             await self._after_failure(decided)
             raise
+        except BaseException:
+            # cancelled (psycopg cancels the statement: the transaction is left failed, in
+            # autocommit mode): the whole call is undone, as a statement at a time it is
+            await self._after_failure(False)
+            raise
 
     async def _gate_then(
         self,

@@ -155,6 +155,11 @@ class PsycopgExecutor:
         except Exception:
             self._after_failure(decided)
             raise
+        except BaseException:
+            # cancelled (psycopg cancels the statement: the transaction is left failed, in
+            # autocommit mode): the whole call is undone, as a statement at a time it is
+            self._after_failure(False)
+            raise
 
     def _gate_then(
         self,

@@ -9,8 +9,9 @@ does with the descriptors is kept: while the gateway serves, fd 0 reads the null
 fd 1 writes to standard error, so that nothing else in the process (a library's print, a child
 that inherits them) reaches the wire, and both are restored at the end.
 
-A line is at most ``limit`` bytes (``max_request_bytes``, the bound of an HTTP request's body):
-a longer one is skipped to its end, unread, and logged. Standard input or output that the event
+A line is at most ``limit`` bytes (``max_request_bytes``, the bound of an HTTP request's body),
+its newline not counted: a longer one is skipped to its end, unread, and logged, whether it came
+in pieces or whole in one read. Standard input or output that the event
 loop cannot watch (a regular file) is served by the SDK's transport."""
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ class _Lines:
         self.searched = 0
         self.skipping = False
 
+    def _skipped(self) -> None:
+        log.warning("stdio: a message longer than max_request_bytes (%d) was skipped", self.limit)
+
     def __aiter__(self) -> _Lines:
         return self
 
@@ -65,14 +69,15 @@ class _Lines:
                 if self.skipping:
                     self.skipping = False
                     continue
+                # a line that came whole in one read is measured as one that came in pieces
+                if end > self.limit:
+                    self._skipped()
+                    continue
                 return line.decode("utf-8", errors="replace")
             self.searched = len(self.buffer)
             if len(self.buffer) > self.limit:
                 if not self.skipping:
-                    log.warning(
-                        "stdio: a message longer than max_request_bytes (%d) was skipped",
-                        self.limit,
-                    )
+                    self._skipped()
                 self.skipping = True
                 self.buffer.clear()
                 self.searched = 0
