@@ -1,7 +1,8 @@
 """The gateway's stdio transport (pg_labels.mcp.stdio), as a client's process sees it: a line
 longer than max_request_bytes is skipped (the next message is answered), whether it comes in
-pieces or whole in one read, one of exactly max_request_bytes is answered, and standard input
-that is a regular file is served by the SDK's transport."""
+pieces or whole in one read, one of exactly max_request_bytes is answered, a client that never
+reads its answers does not grow the gateway's memory, and standard input that is a regular file
+is served by the SDK's transport."""
 
 from __future__ import annotations
 
@@ -135,3 +136,49 @@ async def test_a_regular_file_as_standard_input(tmp_path: Path) -> None:
     assert process.returncode == 0, process.stderr
     [initialized] = [json.loads(text) for text in answers.read_text().splitlines()]
     assert initialized["id"] == 1 and "result" in initialized, initialized
+
+
+def rss(pid: int) -> int:
+    """A process's resident memory, in bytes."""
+    for text in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if text.startswith("VmRSS:"):
+            return int(text.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+async def test_a_client_that_never_reads_holds_the_gateway_to_a_few_answers(
+    tmp_path: Path,
+) -> None:
+    """A client that sends requests as fast as it can and never reads its answers: once the
+    answers fill the pipe, the gateway reads no more requests, so its memory stays where it
+    was (it grew by about 16 MB a second, each request's task holding its answer); when the
+    client reads, every request is answered."""
+    config, _ = write_config(tmp_path / "gw.toml")
+    process: Process = await anyio.open_process(
+        [GATEWAY, *gateway_args(config)], stderr=subprocess.DEVNULL
+    )
+    async with process:
+        assert process.stdin is not None and process.stdout is not None
+        out = BufferedByteReceiveStream(process.stdout)
+        await process.stdin.send(line(INITIALIZE))
+        assert "result" in await answer(out, 1)
+        await process.stdin.send(line(INITIALIZED))
+        # one answered first, so that what a tools/list needs is in memory before it is measured
+        await process.stdin.send(line(tools_list(2)))
+        assert "result" in await answer(out, 2)
+        before = rss(process.pid)
+        batch = b"".join(line(tools_list(n)) for n in range(10, 1010))
+        with anyio.move_on_after(8):
+            while True:
+                await process.stdin.send(batch)
+        grown = rss(process.pid) - before
+        assert grown < 50 << 20, f"the gateway grew by {grown >> 20} MB"
+        # the client reads now (while it sends the last request: the pipe is full), and every
+        # request is answered (one cut by the timeout is ended by the newline)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(process.stdin.send, b"\n" + line(tools_list(99_999)))
+            listed = await answer(out, 99_999)
+        assert [t["name"] for t in listed["result"]["tools"]], listed
+        await process.stdin.aclose()
+        with anyio.fail_after(60):
+            await process.wait()

@@ -11,8 +11,10 @@ that inherits them) reaches the wire, and both are restored at the end.
 
 A line is at most ``limit`` bytes (``max_request_bytes``, the bound of an HTTP request's body),
 its newline not counted: a longer one is skipped to its end, unread, and logged, whether it came
-in pieces or whole in one read. Standard input or output that the event
-loop cannot watch (a regular file) is served by the SDK's transport."""
+in pieces or whole in one read. While the client does not read its answers (the pipe and the
+transport's buffer full), no request is read: what the gateway holds for a client that sends
+and never reads is a few answers. Standard input or output that the event loop cannot watch (a
+regular file) is served by the SDK's transport."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import fcntl
 import logging
 import os
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from mcp.server.stdio import stdio_server
@@ -45,9 +47,16 @@ def _watchable(fd: int) -> bool:
 class _Lines:
     """The lines of a stream, as text (invalid UTF-8 replaced, as the SDK reads them)."""
 
-    def __init__(self, reader: asyncio.StreamReader, limit: int) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        limit: int,
+        ready: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.reader = reader
         self.limit = limit
+        # awaited before each line is handed on: until the answers written are read
+        self.ready = ready
         self.buffer = bytearray()
         # where the next search for a newline starts, and whether an overlong line is skipped
         self.searched = 0
@@ -73,6 +82,8 @@ class _Lines:
                 if end > self.limit:
                     self._skipped()
                     continue
+                if self.ready is not None:
+                    await self.ready()
                 return line.decode("utf-8", errors="replace")
             self.searched = len(self.buffer)
             if len(self.buffer) > self.limit:
@@ -102,6 +113,14 @@ class _Out:
 
     async def flush(self) -> None:
         await self.writer.drain()
+
+    async def ready(self) -> None:
+        """Until what was written to the client is below the pipe's high-water mark (at once
+        unless the client stopped reading its answers): no request is read meanwhile, so a
+        client that sends and never reads holds the gateway's memory to a few answers. A lost
+        connection is the reader's to find."""
+        with contextlib.suppress(ConnectionError):
+            await self.writer.drain()
 
 
 @contextlib.contextmanager
@@ -152,7 +171,8 @@ async def stdio_streams(limit: int) -> AsyncIterator[tuple[Any, Any]]:
             )
             try:
                 writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
-                async with stdio_server(_Lines(reader, limit), _Out(writer)) as streams:  # type: ignore[arg-type]
+                out = _Out(writer)
+                async with stdio_server(_Lines(reader, limit, out.ready), out) as streams:  # type: ignore[arg-type]
                     yield streams
             finally:
                 write_transport.close()
