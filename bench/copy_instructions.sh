@@ -84,36 +84,28 @@ inclusive() {
     callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null |
         awk -v f="$2" 'index($0, f) { gsub(",", "", $1); print $1; exit }'
 }
-per() { echo $(( ($2 - $1) / (2 * n) )); }
-# the same for single-row inserts (N and 2N of them: the difference divided by N)
-per_single() { echo $(( ($2 - $1) / ns )); }
+# per table: $1 the heading, $2 what a unit is, $3 and $4 the two counts, $5 count()'s mode
+# (empty: COPY; single: single-row inserts); the difference divided by $4 - $3 is one unit's
+per() { echo $(( ($2 - $1) / span )); }
+report() {
+    local t few many span=$(($4 - $3))
+    printf '\n%-48s %14s\n' "$1" "instructions"
+    for t in pg_labels bench_run_floor bench_floor; do
+        few=$(count $t "$3" ${5:-})
+        many=$(count $t "$4" ${5:-})
+        printf '%-48s %14d\n' "$t.steps, the whole $2" "$(per "$(total "$few")" "$(total "$many")")"
+        if [ $t = pg_labels ]; then
+            printf '%-48s %14d\n' "  the trigger (pgl_steps_insert)" \
+                "$(per "$(inclusive "$few" ':pgl_steps_insert ')" "$(inclusive "$many" ':pgl_steps_insert ')")"
+            printf '%-48s %14d\n' "  of which SHA-256 (software under valgrind)" \
+                "$(per "$(inclusive "$few" 'sha256::compress256 ')" "$(inclusive "$many" 'sha256::compress256 ')")"
+        fi
+    done
+}
 
-printf '\n%-48s %14s\n' "one COPY row (single-user backend, callgrind)" "instructions"
-for t in pg_labels bench_run_floor bench_floor; do
-    one=$(count $t "$n")
-    three=$(count $t $((3 * n)))
-    printf '%-48s %14d\n' "$t.steps, the whole row" "$(per "$(total "$one")" "$(total "$three")")"
-    if [ $t = pg_labels ]; then
-        printf '%-48s %14d\n' "  the trigger (pgl_steps_insert)" \
-            "$(per "$(inclusive "$one" ':pgl_steps_insert ')" "$(inclusive "$three" ':pgl_steps_insert ')")"
-        printf '%-48s %14d\n' "  of which SHA-256 (software under valgrind)" \
-            "$(per "$(inclusive "$one" 'sha256::compress256 ')" "$(inclusive "$three" 'sha256::compress256 ')")"
-    fi
-done
-
+report "one COPY row (single-user backend, callgrind)" row "$n" $((3 * n))
 # single-row inserts (COPY_SINGLE_N, 2,000, and twice as many; 0 skips them): where the time of
 # goal 1's writes goes, each a transaction that locks its run, as from pgbench
 ns=${COPY_SINGLE_N:-2000}
 [ "$ns" -gt 0 ] || exit 0
-printf '\n%-48s %14s\n' "one single-row INSERT (a transaction each)" "instructions"
-for t in pg_labels bench_run_floor bench_floor; do
-    one=$(count $t "$ns" single)
-    two=$(count $t $((2 * ns)) single)
-    printf '%-48s %14d\n' "$t.steps, the whole insert" "$(per_single "$(total "$one")" "$(total "$two")")"
-    if [ $t = pg_labels ]; then
-        printf '%-48s %14d\n' "  the trigger (pgl_steps_insert)" \
-            "$(per_single "$(inclusive "$one" ':pgl_steps_insert ')" "$(inclusive "$two" ':pgl_steps_insert ')")"
-        printf '%-48s %14d\n' "  of which SHA-256 (software under valgrind)" \
-            "$(per_single "$(inclusive "$one" 'sha256::compress256 ')" "$(inclusive "$two" 'sha256::compress256 ')")"
-    fi
-done
+report "one single-row INSERT (a transaction each)" insert "$ns" $((2 * ns)) single
